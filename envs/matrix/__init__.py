@@ -1,0 +1,182 @@
+"""Matrix (normal-form) and repeated games.
+
+Importing this package registers the `matrix/*` ids; build them with `marljax.make`::
+
+    env, params = marljax.make("matrix/ipd-v0")                       # 50-round IPD, 2 learners
+    env, params = marljax.make("matrix/ipd-v0", coplayer="grim_trigger", num_rounds=10)
+    env, params = marljax.make("matrix/penalty_k50-v0")
+
+Static options of every `matrix/*` id except `two_step` are the arguments of `make_matrix_game`
+(`game`, `num_agents`, `coplayer`); `num_rounds`, `max_steps` and `payoffs` are traced params.
+"""
+
+from __future__ import annotations
+
+from marljax.core.registry import register
+from marljax.core.types import Environment
+from marljax.envs.matrix import payoffs
+from marljax.envs.matrix.coplayers import CoPlayerState, ScriptedCoPlayers
+from marljax.envs.matrix.matrix_game import (
+    MatrixGame,
+    MatrixGameParams,
+    MatrixGameState,
+    payoff_of,
+)
+from marljax.envs.matrix.payoffs import (
+    GAMES,
+    battle_of_the_sexes,
+    bimatrix,
+    chicken,
+    climbing_game,
+    common_payoff,
+    from_function,
+    game_payoffs,
+    matching_pennies,
+    nonmonotonic_game,
+    penalty_game,
+    prisoners_dilemma,
+    public_goods,
+    rock_paper_scissors,
+    stag_hunt,
+    symmetric,
+    zero_sum,
+)
+from marljax.envs.matrix.strategies import (
+    STRATEGIES,
+    Strategy,
+    always_cooperate,
+    always_defect,
+    cycle,
+    fixed_action,
+    get_strategy,
+    grim_trigger,
+    tit_for_tat,
+    uniform_random,
+    win_stay_lose_shift,
+)
+from marljax.envs.matrix.two_step import TwoStepGame, TwoStepParams, TwoStepState
+
+
+def make_matrix_game(
+    game: str = "prisoners_dilemma", num_agents: int = 2, coplayer: str | None = None
+) -> Environment:
+    """Build a catalogue matrix game, optionally against scripted co-players.
+
+    Args:
+      game: a key of `payoffs.GAMES` (e.g. `"prisoners_dilemma"`, `"penalty_k50"`).
+      num_agents: number of agents `A` (two-player games accept only 2).
+      coplayer: optional key of `strategies.STRATEGIES` (e.g. `"tit_for_tat"`); if given, agents
+        `1 .. A-1` play this scripted strategy and agent 0 is the only learner.
+
+    Returns:
+      A `MatrixGame` (one-shot by default; the registry sets `num_rounds`), or a
+      `ScriptedCoPlayers` wrapping it when `coplayer` is given.
+    """
+    env = MatrixGame(game_payoffs(game, num_agents), name=game)
+    if coplayer is not None:
+        strategy = get_strategy(coplayer, env.num_actions)
+        env = ScriptedCoPlayers(env, {i: strategy for i in range(1, env.num_agents)})
+    return env
+
+
+_REPEATED_ROUNDS = 50
+
+
+def _register_all() -> None:
+    one_shot = {
+        "prisoners_dilemma": (
+            "prisoners_dilemma",
+            "Prisoner's Dilemma, one-shot (Axelrod R3 S0 T5 P1)",
+        ),
+        "stag_hunt": ("stag_hunt", "Stag Hunt, one-shot"),
+        "chicken": ("chicken", "Chicken (hawk-dove), one-shot"),
+        "battle_of_sexes": ("battle_of_sexes", "Battle of the Sexes, one-shot"),
+        "matching_pennies": ("matching_pennies", "Matching Pennies, one-shot, zero-sum"),
+        "rps": ("rock_paper_scissors", "Rock-Paper-Scissors, one-shot, zero-sum"),
+        "climbing": ("climbing", "Climbing game, common payoff (Claus & Boutilier 1998)"),
+        "nonmonotonic": ("nonmonotonic", "Non-monotonic one-step game, common payoff (QTRAN)"),
+        "public_goods": ("public_goods", "Linear public goods game, N players (default 3)"),
+    }
+    for k in (0, 25, 50, 75, 100):
+        one_shot[f"penalty_k{k}"] = (
+            f"penalty_k{k}",
+            f"Penalty game k={k}, common payoff (Claus & Boutilier 1998)",
+        )
+    for env_id, (game, description) in one_shot.items():
+        kwargs = {"game": game}
+        if game == "public_goods":
+            kwargs["num_agents"] = 3
+        register(f"matrix/{env_id}-v0", make_matrix_game, kwargs=kwargs, description=description)
+
+    rounds = {"num_rounds": _REPEATED_ROUNDS}
+    register(
+        "matrix/ipd-v0",
+        make_matrix_game,
+        kwargs={"game": "prisoners_dilemma"},
+        params=rounds,
+        description=f"Iterated Prisoner's Dilemma, {_REPEATED_ROUNDS} rounds",
+    )
+    register(
+        "matrix/ipd_tft-v0",
+        make_matrix_game,
+        kwargs={"game": "prisoners_dilemma", "coplayer": "tit_for_tat"},
+        params=rounds,
+        description=f"Iterated Prisoner's Dilemma, {_REPEATED_ROUNDS} rounds, 1 learner vs tit-for-tat",
+    )
+    register(
+        "matrix/rrps-v0",
+        make_matrix_game,
+        kwargs={"game": "rock_paper_scissors"},
+        params=rounds,
+        description=f"Repeated Rock-Paper-Scissors, {_REPEATED_ROUNDS} rounds",
+    )
+    register(
+        "matrix/two_step-v0",
+        TwoStepGame,
+        description="QMIX two-step game (Rashid et al. 2018)",
+    )
+
+
+_register_all()
+
+__all__ = [
+    "GAMES",
+    "STRATEGIES",
+    "CoPlayerState",
+    "MatrixGame",
+    "MatrixGameParams",
+    "MatrixGameState",
+    "ScriptedCoPlayers",
+    "Strategy",
+    "TwoStepGame",
+    "TwoStepParams",
+    "TwoStepState",
+    "always_cooperate",
+    "always_defect",
+    "battle_of_the_sexes",
+    "bimatrix",
+    "chicken",
+    "climbing_game",
+    "common_payoff",
+    "cycle",
+    "fixed_action",
+    "from_function",
+    "game_payoffs",
+    "get_strategy",
+    "grim_trigger",
+    "make_matrix_game",
+    "matching_pennies",
+    "nonmonotonic_game",
+    "payoff_of",
+    "payoffs",
+    "penalty_game",
+    "prisoners_dilemma",
+    "public_goods",
+    "rock_paper_scissors",
+    "stag_hunt",
+    "symmetric",
+    "tit_for_tat",
+    "uniform_random",
+    "win_stay_lose_shift",
+    "zero_sum",
+]

@@ -1,0 +1,59 @@
+"""Functional agents and the algorithm registry used by the CLI and experiments."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from marljax.agents.base import Agent, Observation, Trajectory
+from marljax.agents.ppo import PPOConfig, PPOHParams, ippo, make_ppo, mappo
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgoSpec:
+    """How to build an algorithm: its static config class, traced hparams class and factory."""
+
+    name: str
+    config_cls: type
+    hparams_cls: type
+    factory: Callable[[Any, Any, Any], Agent]  # (config, env, env_params) -> Agent
+    config_defaults: dict = dataclasses.field(default_factory=dict)
+    description: str = ""
+
+
+ALGORITHMS: dict[str, AlgoSpec] = {
+    "ippo": AlgoSpec(
+        "ippo", PPOConfig, PPOHParams, make_ppo, {"critic_input": "local"},
+        "Independent PPO: decentralised actors, critic on each agent's observation.",
+    ),
+    "mappo": AlgoSpec(
+        "mappo", PPOConfig, PPOHParams, make_ppo, {"critic_input": "global"},
+        "Multi-agent PPO: decentralised actors, centralised critic on the global state.",
+    ),
+}
+
+
+def algo_spec(name: str) -> AlgoSpec:
+    """The `AlgoSpec` of `name`; unknown names raise `KeyError` with close matches."""
+    if name not in ALGORITHMS:
+        close = difflib.get_close_matches(name, list(ALGORITHMS), n=3, cutoff=0.4)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise KeyError(f"Unknown algorithm {name!r}.{hint} Available: {', '.join(sorted(ALGORITHMS))}.")
+    return ALGORITHMS[name]
+
+
+__all__ = [
+    "ALGORITHMS",
+    "Agent",
+    "AlgoSpec",
+    "Observation",
+    "PPOConfig",
+    "PPOHParams",
+    "Trajectory",
+    "algo_spec",
+    "ippo",
+    "make_ppo",
+    "mappo",
+]

@@ -1,0 +1,90 @@
+"""The agent contract: a bundle of pure functions, in the spirit of optax's GradientTransformation.
+
+A factory (e.g. `marljax.agents.ppo.make_ppo(config, env, env_params)`) closes over static
+structure (network sizes, parameter mode, loop lengths) and returns an `Agent`:
+
+    init(key, hparams)                              -> agent_state
+    initial_carry(num_envs)                         -> carry            (recurrent state, () if none)
+    act(agent_state, carry, obs, key, hparams)      -> (actions, carry, policy_info)
+    update(agent_state, trajectory, hparams, key)   -> (agent_state, metrics)
+    default_hparams()                               -> hparams          (a traced pytree)
+
+Everything that changes during training lives in `agent_state` (a pytree); every numeric
+hyperparameter that may be swept lives in `hparams` (a traced `flax.struct` pytree), so a grid of
+hyperparameters is one `vmap`. `act` receives `hparams` (beyond DESIGN.md's `act(state, obs, key)`)
+because exploration schedules are traced hyperparameters, and a `carry` because recurrent policies
+need one; both are `()`-cheap for agents that do not use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+from flax import struct
+
+Array = jax.Array
+
+
+@struct.dataclass
+class Observation:
+    """What the agents see at one step, for a batch of `E` environments.
+
+    Attributes:
+      obs: `[E, A, *obs_shape]` per-agent observations.
+      action_mask: `[E, A, N]` bool legal actions (`N = 0` for continuous actions).
+      global_state: `[E, *state_shape]` centralised state.
+      reset: `[E]` bool, true where this observation starts a new episode; recurrent cores reset
+        their carry there before reading it.
+    """
+
+    obs: Array
+    action_mask: Array
+    global_state: Array
+    reset: Array
+
+
+@struct.dataclass
+class Trajectory:
+    """`T` collected steps for `E` envs (every leaf has leading axes `[T, E]`).
+
+    Attributes:
+      observation: the `Observation` the agents acted on at each step.
+      actions: `[T, E, A, *act_shape]`.
+      reward: `[T, E, A]`.
+      terminated: `[T, E]` bool, the step ended the episode in a terminal state.
+      truncated: `[T, E]` bool, the step hit the time limit.
+      next_obs: `[T, E, A, *obs_shape]` observation after the step (the *final* observation at
+        episode ends), for bootstrapping.
+      next_global_state: `[T, E, *state_shape]`, likewise.
+      policy_info: agent-specific pytree returned by `act` (e.g. log-probabilities and values).
+      last_observation: the observation after the final step (leaves `[E, ...]`, no time axis).
+      initial_carry: the recurrent carry before the first step (leaves `[E, ...]`).
+    """
+
+    observation: Observation
+    actions: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    next_obs: Array
+    next_global_state: Array
+    policy_info: Any
+    last_observation: Observation
+    initial_carry: Any
+
+
+class Agent(NamedTuple):
+    """An agent as pure functions (see the module docstring)."""
+
+    init: Callable[[Array, Any], Any]
+    initial_carry: Callable[[int], Any]
+    act: Callable[[Any, Any, Observation, Array, Any], tuple[Array, Any, Any]]
+    update: Callable[[Any, Trajectory, Any, Array], tuple[Any, dict]]
+    default_hparams: Callable[[], Any]
+    #: the agent's parameters pytree inside `agent_state` (used by tests, checkpoints, evaluation).
+    get_params: Callable[[Any], Any]
+    #: `check_batch(num_envs, rollout_len)` raises a clear error, before any compile, if the
+    #: runner's batch does not fit the agent (e.g. minibatch divisibility).
+    check_batch: Callable[[int, int], None] = lambda num_envs, rollout_len: None

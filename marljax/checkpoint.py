@@ -1,0 +1,78 @@
+"""Checkpoints of a run's carry with orbax, written atomically between chunks.
+
+A checkpoint stores the whole `RunnerState` (agent state, envs, recurrent carry, PRNG key,
+update counter) of every (hparams, seed) run, so resuming continues bit-exactly on CPU. Orbax
+writes each step to a temporary directory and renames it when complete, so a half-written
+checkpoint is never listed or restored.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+
+class Checkpointer:
+    """Save and restore `RunnerState` pytrees under `directory/<update_idx>`.
+
+    Args:
+      directory: folder of the checkpoints (created if missing).
+      max_to_keep: how many of the newest checkpoints to keep.
+    """
+
+    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2):
+        self.directory = os.path.abspath(os.fspath(directory))
+        self._manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+        )
+
+    def save(self, step: int, state: Any) -> None:
+        """Write `state` as checkpoint `step` and wait until it is complete on disk."""
+        self._manager.save(int(step), args=ocp.args.StandardSave(state))
+        self._manager.wait_until_finished()
+
+    def latest_step(self) -> int | None:
+        """The newest complete checkpoint's step, or None."""
+        return self._manager.latest_step()
+
+    def all_steps(self) -> list[int]:
+        return list(self._manager.all_steps())
+
+    def restore(self, like: Any, step: int | None = None) -> Any:
+        """Restore checkpoint `step` (default: the newest) with the structure of `like`.
+
+        Args:
+          like: a pytree with the structure, shapes and dtypes of the saved state (e.g. a freshly
+            initialised state, or `jax.eval_shape` of the init function).
+          step: which checkpoint; None for the newest.
+
+        Raises:
+          FileNotFoundError: no checkpoint in the directory.
+          ValueError: the saved state does not match `like` (different config); the message
+            names the first mismatching entry.
+        """
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"No complete checkpoint in {self.directory}")
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+        try:
+            return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        except Exception as err:  # orbax raises several types for structure/shape mismatches
+            raise ValueError(
+                f"Checkpoint {step} in {self.directory} does not match this run's state "
+                f"(was it written with a different config?): {err}"
+            ) from err
+
+    def close(self) -> None:
+        self._manager.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

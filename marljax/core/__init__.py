@@ -1,0 +1,34 @@
+"""marljax.core: the environment contract (types, spaces, registry, wrappers)."""
+
+from marljax.core import spaces
+from marljax.core.registry import EnvSpec, make, register, registered_envs, spec
+from marljax.core.types import Environment, EnvParams, TimeStep, default_global_state
+from marljax.core.wrappers import (
+    AutoReset,
+    EpisodeStats,
+    InvalidActionError,
+    ObsHistory,
+    ValidateActions,
+    Wrapper,
+    wrap_for_training,
+)
+
+__all__ = [
+    "AutoReset",
+    "EnvParams",
+    "EnvSpec",
+    "Environment",
+    "EpisodeStats",
+    "InvalidActionError",
+    "ObsHistory",
+    "TimeStep",
+    "ValidateActions",
+    "Wrapper",
+    "default_global_state",
+    "make",
+    "register",
+    "registered_envs",
+    "spaces",
+    "spec",
+    "wrap_for_training",
+]

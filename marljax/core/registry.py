@@ -1,0 +1,169 @@
+"""Registry of environments with versioned ids: `make("family/name-v0", **overrides)`.
+
+An id maps to an entry point (a callable returning an `Environment`) and default static keyword
+arguments. `make` splits user overrides into *static* constructor arguments (shape-determining,
+e.g. `num_agents`) and *params* fields (traced, e.g. payoffs or episode length); anything else is
+an error that lists the close matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+
+from marljax.core.types import EnvParams, Environment
+
+_ID_RE = re.compile(r"^[a-z0-9_]+/[A-Za-z0-9_\-\.]+-v\d+$")
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """A registered environment: its id, constructor and default keyword arguments."""
+
+    env_id: str
+    entry_point: Callable[..., Environment]
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    description: str = ""
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+
+
+def register(
+    env_id: str,
+    entry_point: Callable[..., Environment],
+    kwargs: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    description: str = "",
+) -> None:
+    """Register an environment under a versioned id `family/name-vN`.
+
+    Args:
+      env_id: the id, e.g. `"matrix/prisoners_dilemma-v0"`.
+      entry_point: callable building the env from static keyword arguments.
+      kwargs: default static constructor arguments.
+      params: default overrides of the env's `default_params()` fields for this id.
+      description: one line shown by `marljax envs`.
+    """
+    if not _ID_RE.match(env_id):
+        raise ValueError(f"env id {env_id!r} must look like 'family/name-v0'")
+    if env_id in _REGISTRY:
+        raise ValueError(f"env id {env_id!r} is already registered")
+    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, dict(kwargs or {}), dict(params or {}), description)
+
+
+def registered_envs() -> list[str]:
+    """All registered ids, sorted."""
+    _ensure_builtin()
+    return sorted(_REGISTRY)
+
+
+def spec(env_id: str) -> EnvSpec:
+    """The `EnvSpec` of an id; unknown ids raise `KeyError` listing close matches."""
+    _ensure_builtin()
+    if env_id not in _REGISTRY:
+        close = difflib.get_close_matches(env_id, list(_REGISTRY), n=5, cutoff=0.4)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise KeyError(
+            f"Unknown environment id {env_id!r}.{hint} Run `marljax envs` to list all "
+            f"{len(_REGISTRY)} registered ids."
+        )
+    return _REGISTRY[env_id]
+
+
+def _static_arg_names(entry_point: Callable[..., Any]) -> list[str]:
+    sig = inspect.signature(entry_point)
+    return [
+        n
+        for n, p in sig.parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"
+    ]
+
+
+def make(env_id: str, debug: bool = False, **overrides: Any) -> tuple[Environment, EnvParams]:
+    """Build a registered environment and its parameters.
+
+    Args:
+      env_id: a registered id, e.g. `"matrix/climbing-v0"`.
+      debug: wrap the env in `ValidateActions`, which raises an error naming the agent when an
+        action is outside the action space or masked.
+      **overrides: static constructor arguments (e.g. `num_agents=3`) or fields of the env's
+        params (e.g. `max_steps=50`). Params fields may be arrays.
+
+    Returns:
+      `(env, params)`.
+
+    Raises:
+      KeyError: unknown id (lists close matches).
+      TypeError: unknown override key (lists the valid keys and close matches).
+    """
+    s = spec(env_id)
+    static_names = _static_arg_names(s.entry_point)
+    if "debug" in static_names:
+        raise TypeError(f"{env_id}: an entry point may not take `debug` (reserved by make)")
+    static = {k: v for k, v in overrides.items() if k in static_names}
+    rest = {k: v for k, v in overrides.items() if k not in static_names}
+    env = s.entry_point(**{**s.kwargs, **static})
+    params = env.default_params()
+    field_names = [f.name for f in dataclasses.fields(params)]
+    ambiguous = sorted(set(field_names) & set(static_names))
+    if ambiguous:
+        raise TypeError(
+            f"{env_id}: option(s) {ambiguous} are both constructor arguments and params fields; "
+            "rename one so that overrides are unambiguous"
+        )
+    unknown = [k for k in rest if k not in field_names]
+    if unknown:
+        valid = sorted(set(field_names) | set(static_names))
+        msgs = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, valid, n=3, cutoff=0.5)
+            msgs.append(f"{k!r}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))
+        raise TypeError(
+            f"Unknown option(s) for {env_id}: {', '.join(msgs)}. Valid options: {', '.join(valid)}."
+        )
+    merged = {**s.params, **rest}
+    params = params.replace(**{k: _as_leaf(params, k, v) for k, v in merged.items()})
+    if debug:
+        from marljax.core.wrappers import ValidateActions
+
+        env = ValidateActions(env)
+    return env, params
+
+
+def _as_leaf(params: EnvParams, name: str, value: Any) -> Any:
+    """Convert an override to an array with the dtype and shape of the default field."""
+    default = getattr(params, name)
+    if isinstance(value, (int, float, bool, list, tuple)) or hasattr(value, "shape"):
+        d = jnp.asarray(default)
+        v = jnp.asarray(value)
+        if v.shape != d.shape and not (d.ndim == 0 and v.ndim == 0):
+            raise ValueError(
+                f"Option {name!r} has shape {tuple(d.shape)} by default, got shape {tuple(v.shape)}."
+            )
+        if jnp.issubdtype(d.dtype, jnp.integer) and not jnp.issubdtype(v.dtype, jnp.integer):
+            if not bool(jnp.all(v == jnp.round(v))):
+                raise TypeError(f"Option {name!r} must be an integer, got {value!r}.")
+        if isinstance(default, (int, float, bool)):
+            return type(default)(value) if v.ndim == 0 else v
+        return v.astype(d.dtype)
+    raise TypeError(f"Option {name!r} must be a number or an array, got {type(value).__name__}.")
+
+
+_BUILTIN_LOADED = False
+
+
+def _ensure_builtin() -> None:
+    """Import the built-in env families so that they register themselves."""
+    global _BUILTIN_LOADED
+    if not _BUILTIN_LOADED:
+        import marljax.envs  # noqa: F401  (registers the families)
+
+        _BUILTIN_LOADED = True

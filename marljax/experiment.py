@@ -1,0 +1,300 @@
+"""Experiments: a typed config, a run directory, chunked training with checkpoints and resume.
+
+`run_experiment(Experiment(...))` is what `marljax train` calls. It validates everything before
+compiling, then trains the whole grid x seeds in chunks of updates (one compiled program reused
+for every chunk); between chunks it updates the progress bar, writes metrics and an orbax
+checkpoint. A run directory holds:
+
+    config.json          the experiment, resolved configs, hparams, seeds, package versions, git commit
+    metrics.json         marl-eval JSON (training-episode returns per update, per seed)
+    metrics.npz          every metric as arrays [G, S, U]
+    learning_curve.png   mean return over seeds with a min-max band, per hparams setting
+    checkpoints/         orbax checkpoints of the full training carry
+
+`run_experiment(exp, resume=RUN_DIR)` continues a run from its newest complete checkpoint; a
+changed static configuration is refused with the differences named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import os
+import subprocess
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from marljax import config as cfg
+from marljax import results
+from marljax.agents import algo_spec
+from marljax.checkpoint import Checkpointer
+from marljax.core.registry import make
+from marljax.train import TrainConfig, batched, hparam_grid, make_train, num_chunks
+
+DEFAULT_ENV = "matrix/climbing-v0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One experiment: algorithm x env x hparams grid x seeds.
+
+    Attributes:
+      algo: registered algorithm name (`marljax.agents.ALGORITHMS`).
+      env: registered env id.
+      env_kwargs: env overrides (static constructor args or params fields).
+      seeds: number of seeds `S`.
+      seed: base seed; run `s` uses `PRNGKey(seed + s)`.
+      train: static run configuration.
+      agent: overrides of the algorithm's static config (e.g. `{"recurrent": True}`).
+      hparams: overrides of the algorithm's traced hyperparameters (e.g. `{"lr": 3e-4}`).
+      grid: hyperparameter name -> list of values; the Cartesian product is swept.
+      chunk_updates: updates per compiled chunk (0: about 20 chunks per run).
+      out_dir: parent folder of run directories.
+      name: run directory name (default: `<algo>_<env>_<timestamp>`).
+      checkpoint: write checkpoints between chunks.
+    """
+
+    algo: str = "mappo"
+    env: str = DEFAULT_ENV
+    env_kwargs: dict = dataclasses.field(default_factory=dict)
+    seeds: int = 4
+    seed: int = 0
+    train: TrainConfig = dataclasses.field(
+        default_factory=lambda: TrainConfig(num_envs=16, rollout_len=8, total_env_steps=40_960)
+    )
+    agent: dict = dataclasses.field(default_factory=dict)
+    hparams: dict = dataclasses.field(default_factory=dict)
+    grid: dict = dataclasses.field(default_factory=dict)
+    chunk_updates: int = 0
+    out_dir: str = "runs"
+    name: str | None = None
+    checkpoint: bool = True
+
+    def __post_init__(self):
+        if int(self.seeds) < 1:
+            raise cfg.ConfigError(f"seeds must be >= 1, got {self.seeds}")
+        if int(self.chunk_updates) < 0:
+            raise cfg.ConfigError(f"chunk_updates must be >= 0, got {self.chunk_updates}")
+
+    @property
+    def updates_per_chunk(self) -> int:
+        n = self.train.num_updates
+        return self.chunk_updates if self.chunk_updates > 0 else max(1, -(-n // 20))
+
+
+@dataclasses.dataclass
+class Built:
+    """Everything resolved from an `Experiment` before compiling."""
+
+    env: Any
+    env_params: Any
+    agent: Any
+    agent_config: Any
+    hparams: Any  # stacked [G]
+    settings: list[dict]
+    trainer: Any
+
+
+def build(exp: Experiment) -> Built:
+    """Resolve and validate an experiment (raises clear errors; compiles nothing)."""
+    spec = algo_spec(exp.algo)
+    env, env_params = make(exp.env, **exp.env_kwargs)
+    agent_config = cfg.replace_checked(spec.config_cls(**spec.config_defaults), exp.agent, "agent")
+    base_hp = cfg.replace_checked(spec.hparams_cls(), exp.hparams, "hparams")
+    grid = {}
+    for key, values in exp.grid.items():
+        if key not in cfg.field_names(base_hp):
+            raise cfg.unknown_key_error(key, cfg.field_names(base_hp), "grid (hparams)")
+        grid[key] = [getattr(cfg.replace_checked(base_hp, {key: v}, "grid"), key) for v in values]
+    hparams, settings = hparam_grid(base_hp, **grid)
+    agent = spec.factory(agent_config, env, env_params)
+    trainer = make_train(exp.train, env, agent, env_params)
+    return Built(env, env_params, agent, agent_config, hparams, settings, trainer)
+
+
+def describe(exp: Experiment, built: Built) -> dict[str, Any]:
+    """The JSON description of a run written to `config.json`."""
+    return {
+        "experiment": cfg.to_dict(exp),
+        "resolved": {
+            "agent": cfg.to_dict(built.agent_config),
+            "hparams": [dict(zip(cfg.field_names(type(built.hparams)), row)) for row in _hp_rows(built)],
+            "grid_settings": built.settings,
+            "train": {**cfg.to_dict(exp.train), "num_updates": exp.train.num_updates},
+            "seeds": [exp.seed + s for s in range(exp.seeds)],
+            "env_params": _params_dict(built.env_params),
+        },
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+    }
+
+
+def _hp_rows(built: Built) -> list[list[float]]:
+    leaves = [np.asarray(getattr(built.hparams, n)) for n in cfg.field_names(type(built.hparams))]
+    return [[float(x[g]) for x in leaves] for g in range(len(built.settings))]
+
+
+def _params_dict(params: Any) -> dict[str, Any]:
+    return {f.name: np.asarray(getattr(params, f.name)).tolist() for f in dataclasses.fields(params)}
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("marljax", "jax", "jaxlib", "flax", "optax", "chex", "distrax", "orbax-checkpoint", "numpy"):
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _git_commit() -> str | None:
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run(
+            ["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _static_part(description: dict[str, Any]) -> dict[str, Any]:
+    """What must not change when resuming (everything but output locations and versions)."""
+    exp = dict(description["experiment"])
+    for k in ("out_dir", "name", "checkpoint"):
+        exp.pop(k, None)
+    return {"experiment": exp}
+
+
+@dataclasses.dataclass
+class RunResult:
+    run_dir: str
+    metrics: dict[str, np.ndarray]  # name -> [G, S, U]
+    state: Any  # final RunnerState with leading [G, S]
+    settings: list[dict]
+
+
+def run_experiment(
+    exp: Experiment, resume: str | None = None, progress: bool = True, stop_after_chunks: int | None = None
+) -> RunResult:
+    """Train an experiment in chunks, writing the run directory (see the module docstring).
+
+    Args:
+      exp: the experiment.
+      resume: an existing run directory to continue from its newest complete checkpoint.
+      progress: show a progress bar (tqdm).
+      stop_after_chunks: stop after this many chunks of this call (for tests of interruption).
+
+    Returns:
+      A `RunResult`.
+
+    Raises:
+      ConfigError / KeyError / TypeError: invalid configuration (nothing is written).
+      ValueError: `resume` points to a run with a different static configuration.
+    """
+    built = build(exp)  # all validation happens here, before any compile or write
+    description = describe(exp, built)
+    if resume is not None:
+        run_dir = os.path.abspath(resume)
+        with open(os.path.join(run_dir, "config.json")) as f:
+            saved = json.load(f)
+        differences = cfg.diff(_static_part(saved), _static_part(description))
+        if differences:
+            raise ValueError(
+                f"Cannot resume {run_dir}: its configuration differs from this one:\n  "
+                + "\n  ".join(differences)
+            )
+    else:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        name = exp.name or f"{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
+        run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
+        if os.path.exists(os.path.join(run_dir, "config.json")):
+            raise FileExistsError(f"{run_dir} already holds a run; use resume or another name")
+        os.makedirs(run_dir, exist_ok=True)
+        results.write_json(os.path.join(run_dir, "config.json"), description)
+
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + exp.seeds))
+    init_fn, run_fn = batched(built.trainer)
+    state = init_fn(keys, built.hparams, built.env_params)
+    history: dict[str, list[np.ndarray]] = {}
+    done_updates = 0
+    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints")) if exp.checkpoint else None
+    if resume is not None:
+        if ckpt is None or ckpt.latest_step() is None:
+            raise FileNotFoundError(f"No complete checkpoint to resume from in {run_dir}")
+        state = ckpt.restore(state)
+        done_updates = int(ckpt.latest_step())
+        saved = np.load(os.path.join(run_dir, "metrics.npz"))
+        history = {k: [saved[k][..., :done_updates]] for k in saved.files}
+
+    total = exp.train.num_updates
+    chunk = exp.updates_per_chunk
+    bar = _progress_bar(total, done_updates, exp) if progress else None
+    chunks_run = 0
+    try:
+        while done_updates < total:
+            n = min(chunk, total - done_updates)
+            state, metrics = run_fn(state, built.hparams, built.env_params, n)
+            for k, v in metrics.items():
+                history.setdefault(k, []).append(np.asarray(v))
+            done_updates += n
+            merged = {k: np.concatenate(v, axis=2) for k, v in history.items()}
+            _write_outputs(run_dir, exp, built, merged)
+            if ckpt is not None:
+                ckpt.save(done_updates, state)
+            if bar is not None:
+                ret = merged["episode_return"][..., -1]
+                bar.set_postfix(ret=f"{np.nanmean(ret):.3f}" if np.isfinite(ret).any() else "n/a")
+                bar.update(n)
+            chunks_run += 1
+            if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+        if ckpt is not None:
+            ckpt.close()
+    merged = {k: np.concatenate(v, axis=2) for k, v in history.items()}
+    if done_updates >= total:
+        _write_plot(run_dir, exp, built, merged)
+    return RunResult(run_dir, merged, state, built.settings)
+
+
+def _progress_bar(total: int, initial: int, exp: Experiment):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=f"{exp.algo} {exp.env}", unit="update")
+
+
+def _labels(built: Built) -> list[str]:
+    return [",".join(f"{k}={v:g}" for k, v in s.items()) for s in built.settings]
+
+
+def _write_outputs(run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]) -> None:
+    tmp = os.path.join(run_dir, "metrics.tmp.npz")
+    np.savez(tmp, **metrics)
+    os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
+    G, S = metrics["episode_return"].shape[:2]
+    data: dict[str, Any] = {}
+    for g, label in enumerate(_labels(built)):
+        algo = exp.algo if not label else f"{exp.algo}[{label}]"
+        per = {k: v[g] for k, v in metrics.items() if v.ndim == 3}
+        out = results.to_marl_eval(per, exp.env, algo, [f"seed_{exp.seed + s}" for s in range(S)])
+        for env_name, tasks in out.items():
+            for task, algos in tasks.items():
+                data.setdefault(env_name, {}).setdefault(task, {}).update(algos)
+    results.write_json(os.path.join(run_dir, "metrics.json"), data)
+
+
+def _write_plot(run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]) -> None:
+    steps = metrics["env_steps"][0, 0]
+    results.plot_learning_curves(
+        steps, metrics["episode_return"], _labels(built), os.path.join(run_dir, "learning_curve.png"),
+        title=f"{exp.algo} on {exp.env} ({exp.seeds} seeds)",
+    )

@@ -1,0 +1,146 @@
+"""Neural-network building blocks shared by every agent: initializers, MLP torso, recurrent core.
+
+Why a home-made orthogonal initializer: flax's `orthogonal` calls a QR factorisation, and jax
+0.10's *batched* QR (what `vmap` over seeds turns it into) can deadlock XLA's CPU thread pool on
+2-core machines (`../shared/KNOWN_ISSUES.md` section 1). `orthogonal` below orthonormalises with
+Gram-Schmidt written in plain matmuls, so a seed-vmapped program contains no LAPACK call at all
+(`tests/test_networks.py` checks the lowered program). It draws from the same (Haar) distribution
+as QR with the sign correction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+_ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
+    "tanh": jnp.tanh,
+    "relu": nn.relu,
+    "elu": nn.elu,
+    "gelu": nn.gelu,
+    "silu": nn.silu,
+}
+
+
+def activation(name: str) -> Callable[[Array], Array]:
+    """The activation function called `name` (tanh, relu, elu, gelu, silu)."""
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"Unknown activation {name!r}; choose one of {sorted(_ACTIVATIONS)}")
+    return _ACTIVATIONS[name]
+
+
+def orthogonal(scale: float = 1.0) -> Callable:
+    """Orthogonal initializer (Saxe et al. 2014) without LAPACK, safe under `vmap` on CPU.
+
+    For a kernel of shape `[..., n_in, n_out]` it draws a standard normal matrix of shape
+    `[max(rows, cols), min(rows, cols)]` with `rows = prod(shape[:-1])`, orthonormalises its
+    columns with classical Gram-Schmidt applied twice (CGS2, numerically as good as Householder
+    QR at these sizes), transposes if needed and multiplies by `scale`.
+
+    Args:
+      scale: multiplier of the orthonormal matrix (e.g. `sqrt(2)` for ReLU torsos, 0.01 for
+        policy heads, as in Andrychowicz et al. 2021, "What matters in on-policy RL").
+
+    Returns:
+      An initializer `init(key, shape, dtype) -> Array`.
+    """
+
+    def init(key: Array, shape: Sequence[int], dtype=jnp.float32) -> Array:
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal needs a shape of rank >= 2, got {shape}")
+        rows = 1
+        for s in shape[:-1]:
+            rows *= s
+        cols = shape[-1]
+        m, k = max(rows, cols), min(rows, cols)
+        a = jax.random.normal(key, (m, k), jnp.float32)
+        q = _gram_schmidt(a)
+        if rows < cols:
+            q = q.T
+        return (scale * q).reshape(shape).astype(dtype)
+
+    return init
+
+
+def _gram_schmidt(a: Array) -> Array:
+    """Orthonormal columns spanning those of `a` `[m, k]` (m >= k), positive diagonal of R."""
+    _, k = a.shape
+
+    def body(j, q):
+        v = a[:, j]
+        for _ in range(2):  # re-orthogonalise once: CGS2
+            v = v - q @ (q.T @ v)
+        return q.at[:, j].set(v / jnp.linalg.norm(v))
+
+    return jax.lax.fori_loop(0, k, body, jnp.zeros_like(a))
+
+
+class MLP(nn.Module):
+    """A multilayer perceptron torso with orthogonal initialisation.
+
+    Attributes:
+      hidden_sizes: widths of the hidden layers.
+      activation: name of the activation (see `activation`).
+      out_dim: size of a final linear layer (None: no output layer).
+      out_scale: orthogonal scale of the output layer.
+    """
+
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    out_dim: int | None = None
+    out_scale: float = 1.0
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        act = activation(self.activation)
+        gain = jnp.sqrt(2.0)
+        for width in self.hidden_sizes:
+            x = act(nn.Dense(width, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)(x))
+        if self.out_dim is not None:
+            x = nn.Dense(
+                self.out_dim, kernel_init=orthogonal(self.out_scale), bias_init=nn.initializers.zeros
+            )(x)
+        return x
+
+
+class RecurrentCore(nn.Module):
+    """The ONE recurrent primitive of marljax: a GRU over time with explicit episode resets.
+
+    Reset convention: `resets[t]` is true where the input at step `t` is the first observation of
+    a new episode. The carry is replaced by zeros *before* it is read at such a step, so nothing
+    leaks across episode boundaries. With `T = 1` this is the per-step core used while acting.
+
+    Call: `carry, ys = core(carry, xs, resets)` with `carry [B..., H]`, `xs [T, B..., D]`,
+    `resets [T, B...]` bool, `ys [T, B..., H]`.
+    """
+
+    hidden_size: int = 64
+
+    @nn.compact
+    def __call__(self, carry: Array, xs: Array, resets: Array) -> tuple[Array, Array]:
+        cell = nn.GRUCell(
+            features=self.hidden_size,
+            kernel_init=orthogonal(1.0),
+            recurrent_kernel_init=orthogonal(1.0),
+        )
+
+        def step(cell, h, inputs):
+            x, reset = inputs
+            h = jnp.where(reset[..., None], jnp.zeros_like(h), h)
+            h, y = cell(h, x)
+            return h, y
+
+        scan = nn.scan(
+            step, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0
+        )
+        return scan(cell, carry, (xs, resets))
+
+    def initialize_carry(self, batch_shape: Sequence[int]) -> Array:
+        """Zeros of shape `[*batch_shape, H]`."""
+        return jnp.zeros((*batch_shape, self.hidden_size), jnp.float32)

@@ -1,0 +1,43 @@
+"""Small envs used only by the tests (continuous actions)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import struct
+
+from marljax.core import spaces
+from marljax.core.types import Environment, EnvParams, TimeStep
+
+
+@struct.dataclass
+class TargetParams(EnvParams):
+    max_steps: int = 1
+    target: float = 0.5
+
+
+class TargetEnv(Environment):
+    """One-step continuous task: each agent's reward is `-(a - target)^2`; actions in [-1, 1]."""
+
+    def __init__(self, num_agents: int = 2):
+        self.num_agents = num_agents
+
+    def default_params(self) -> TargetParams:
+        return TargetParams()
+
+    def _ts(self, reward, done):
+        obs = jnp.ones((self.num_agents, 1), jnp.float32)
+        return TimeStep(obs, reward, done, jnp.array(False), jnp.zeros((self.num_agents, 0), bool),
+                        obs.reshape(-1), {})
+
+    def reset(self, key, params):
+        return jnp.int32(0), self._ts(jnp.zeros((self.num_agents,)), jnp.array(False))
+
+    def step(self, key, state, actions, params):
+        a = jnp.clip(actions[:, 0], -1.0, 1.0)
+        return state + 1, self._ts(-((a - params.target) ** 2), jnp.array(True))
+
+    def observation_space(self, params):
+        return spaces.Box(0.0, 1.0, (1,))
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,))
