@@ -34,7 +34,7 @@ from marljax import results
 from marljax.agents import algo_spec
 from marljax.checkpoint import Checkpointer
 from marljax.core.registry import make
-from marljax.train import TrainConfig, batched, hparam_grid, make_train, num_chunks
+from marljax.train import TrainConfig, batched, hparam_grid, make_train
 
 DEFAULT_ENV = "matrix/climbing-v0"
 

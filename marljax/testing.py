@@ -179,23 +179,27 @@ def check_env(
        `global_state_space(params)`; `step` returns a state and a timestep with the same
        structure, shapes and dtypes (extras included) as `reset`.
     3. Trace once: jitted `reset` and `step` trace once across calls with new keys, new param
-       values and states returned by both `reset` and `step`.
-    4. Determinism: separately traced `reset`/`step` give bit-identical results for one key, and
-       so do two runs of the rollout below.
-    5. vmap over `num_envs` keys and over a stack of two copies of `params`: the outputs get the
-       leading axis, and the two copies of the params give the same results.
-    6. Rollout: `num_steps` steps of `AutoReset(env)` on `num_envs` envs, in one `lax.scan`
-       inside one `jit`, with random legal actions drawn from the masks. At reset the reward is
-       zero and the episode is not over; every observation lies in the observation space and
-       every global state in its space; obs, rewards and global states are finite; every agent
-       has at least one legal action at every step (discrete spaces); every episode ends within
-       `params.max_steps` steps, and an episode that is truncated without terminating lasted
-       exactly `params.max_steps` steps (so after an end the next episode starts afresh);
-       `extras["final_obs"]` holds the final observation. If `params.max_steps > num_steps // 2`
-       the rollout is repeated with `max_steps = num_steps // 4` so that episode ends happen.
+       values and states returned by both `reset` and `step` (a retrace is a recompile in every
+       user's loop; a common cause is a state leaf whose dtype or weak type differs between
+       `reset` and `step`).
+    4. Determinism: a freshly traced `reset`/`step` gives bit-identical results for the same key
+       (no Python/numpy randomness at trace time), and so do two runs of the rollout below.
+    5. vmap over params: `reset` then `step`, vmapped over two stacked copies of `params`, return
+       the unbatched outputs with a leading axis of 2, equal in both copies.
+    6. Rollout, vmapped over `num_envs` keys: `num_steps` steps of `AutoReset(env)` in one
+       `lax.scan` inside one `jit`, with random legal actions (`action_space.sample(key, mask)`
+       per agent). At reset the reward is zero and the episode is not over; every episode ends
+       within `params.max_steps` steps, and an episode that is truncated without terminating
+       lasted exactly `params.max_steps` steps (so after an end the next episode starts afresh);
+       every observation lies in the observation space and every global state in its space;
+       obs, rewards and global states are finite; every agent has at least one legal action at
+       every step (discrete spaces); `extras["final_obs"]` holds the final observation at an
+       episode end and equals `obs` elsewhere. If `params.max_steps > num_steps // 2`, the
+       rollout is repeated with `max_steps = num_steps // 4` so that episode ends do happen.
 
     Behaviour of the core env after an episode ends (without `AutoReset`) is unspecified and not
-    checked.
+    checked. The kit compiles about six small programs, with XLA's backend optimisation level 0
+    (they run a few steps, so compile time is what counts): a few seconds per env on a CPU.
 
     Args:
       env: the environment (possibly wrapped).
@@ -216,7 +220,7 @@ def check_env(
     with _phase(name, "signatures of reset/step"):
         sig = _check_signatures(name, env, params, key_sig, obs_space, act_space, gs_space)
     with _phase(name, "jit traces once"):
-        first = _check_trace_once(name, env, params, key_trace, act_space)
+        first = _check_trace_once(name, env, params, key_trace, obs_space, act_space)
     with _phase(name, "determinism of reset/step"):
         _check_retrace_determinism(name, env, params, first)
     with _phase(name, "vmap over params"):
@@ -234,7 +238,7 @@ def check_env(
     with _phase(name, "rollout (vmap over keys) compiles and runs"):
         rollout = _make_rollout(env, obs_space, act_space, gs_space, num_steps)
         keys = jax.random.split(key_roll, num_envs)
-        out = jax.device_get(rollout(keys, params))
+        out = _to_host(rollout(keys, params))
     obs_shape = (num_envs, num_steps, *sig[1].obs.shape)
     _require(
         out.steps.timestep.obs.shape == obs_shape,
@@ -245,7 +249,7 @@ def check_env(
     )
     _check_rollout(name, out, max_steps, "rollout")
     with _phase(name, "determinism of rollout"):
-        again = jax.device_get(rollout(keys, params))
+        again = _to_host(rollout(keys, params))
     diff = _first_difference(out, again)
     _require(
         diff is None,
@@ -258,7 +262,7 @@ def check_env(
         # `x * 0 + short` keeps the dtype and weak type, so the rollout does not retrace.
         params_short = params.replace(max_steps=params.max_steps * 0 + short)
         with _phase(name, f"rollout with max_steps={short}"):
-            out_short = jax.device_get(rollout(keys, params_short))
+            out_short = _to_host(rollout(keys, params_short))
         _check_rollout(name, out_short, short, f"rollout with max_steps={short}")
 
 
@@ -587,7 +591,12 @@ def _check_signatures(
 
 
 def _check_trace_once(
-    name: str, env: Environment, params: EnvParams, key: PRNGKey, act_space: spaces.Space
+    name: str,
+    env: Environment,
+    params: EnvParams,
+    key: PRNGKey,
+    obs_space: spaces.Space,
+    act_space: spaces.Space,
 ) -> dict[str, Any]:
     """Jitted reset/step trace once over new keys, new param values and new states."""
     traces = {"reset": 0, "step": 0}
@@ -613,6 +622,7 @@ def _check_trace_once(
         "masks",
         f"after reset, agent(s) {no_legal} have no legal action: {mask0.tolist()}",
     )
+    _check_reset_timestep(name, ts0, obs_space)
     actions0 = _legal_actions(act_space, mask0)
     state1, ts1 = step_j(keys[1], state0, actions0, params)
     states = [state0, state1]
@@ -661,12 +671,35 @@ def _check_trace_once(
     }
 
 
+def _check_reset_timestep(name: str, ts: TimeStep, obs_space: spaces.Space) -> None:
+    """Fail fast on the first reset (the rollout checks every reset again)."""
+    reward = np.asarray(ts.reward)
+    _require(
+        not np.any(reward != 0), name, "reset", f"reset must return zero rewards, got {reward}"
+    )
+    _require(
+        not bool(ts.terminated) and not bool(ts.truncated),
+        name,
+        "reset",
+        "the timestep returned by reset has terminated or truncated set",
+    )
+    inside = np.asarray(jax.vmap(obs_space.contains)(ts.obs))
+    bad = np.flatnonzero(~inside)
+    _require(
+        bad.size == 0,
+        name,
+        "observation space",
+        f"obs of agent {bad[0] if bad.size else None} is outside observation_space after reset: "
+        f"{np.asarray(ts.obs)[bad[0]].tolist() if bad.size else None}",
+    )
+
+
 def _check_retrace_determinism(
     name: str, env: Environment, params: EnvParams, first: dict[str, Any]
 ) -> None:
     """A freshly traced reset/step gives the same bits as the first trace (no trace-time RNG)."""
     again = _jit(env.reset)(first["key_reset"], params)
-    diff = _first_difference(jax.device_get(first["reset"]), jax.device_get(again))
+    diff = _first_difference(_to_host(first["reset"]), _to_host(again))
     _require(
         diff is None,
         name,
@@ -676,7 +709,7 @@ def _check_retrace_determinism(
     )
     state0 = first["reset"][0]
     again = _jit(env.step)(first["key_step"], state0, first["actions"], params)
-    diff = _first_difference(jax.device_get(first["step"]), jax.device_get(again))
+    diff = _first_difference(_to_host(first["step"]), _to_host(again))
     _require(
         diff is None,
         name,
@@ -720,7 +753,7 @@ def _require_batched(name: str, prop: str, when: str, out: Any, sig: Any, batch:
 
 
 def _require_lanes_equal(name: str, when: str, out: Any) -> None:
-    leaves, _ = jax.tree_util.tree_flatten_with_path(jax.device_get(out))
+    leaves, _ = jax.tree_util.tree_flatten_with_path(_to_host(out))
     for path, leaf in leaves:
         a, b = np.asarray(leaf)[0], np.asarray(leaf)[1]
         same = (
@@ -818,7 +851,7 @@ def _perturb(x: Array) -> Array:
 def _leaf_signature(x: Any, with_weak_type: bool) -> tuple:
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         x = jnp.asarray(x)
-    sig = (tuple(x.shape), jnp.dtype(x.dtype))
+    sig = (tuple(x.shape), x.dtype)
     if with_weak_type:
         sig += (bool(getattr(x, "weak_type", False)),)
     return sig
@@ -864,6 +897,17 @@ def _first_difference(a: Any, b: Any) -> str | None:
 _jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 
+def _to_host(tree: Any) -> Any:
+    """A pytree of numpy arrays (typed PRNG keys as their raw key data)."""
+
+    def leaf(x):
+        if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        return np.asarray(x)
+
+    return jax.tree.map(leaf, tree)
+
+
 def _path_str(path: tuple) -> str:
     return jax.tree_util.keystr(path) or "<root>"
 
@@ -888,4 +932,12 @@ def _phase(name: str, prop: str) -> Iterator[None]:
     except AssertionError:
         raise
     except Exception as e:  # noqa: BLE001  (we re-raise every error, with context)
-        raise AssertionError(f"check_env({name}) failed [{prop}]: {type(e).__name__}: {e}") from e
+        hint = ""
+        if isinstance(e, jax.errors.JAXTypeError):
+            hint = (
+                " -- params and state are traced: shapes and Python control flow must not depend "
+                "on their values (make shape-determining values static constructor arguments)"
+            )
+        raise AssertionError(
+            f"check_env({name}) failed [{prop}]: {type(e).__name__}: {e}{hint}"
+        ) from e

@@ -317,6 +317,33 @@ class progress_callback:
         return False
 
 
+def tqdm_progress(total: int, desc: str = "training"):
+    """A `progress_callback` that drives a tqdm bar of `total` updates (for notebooks/scripts).
+
+    Example::
+
+        trainer = make_train(TrainConfig(progress=True), env, agent)
+        with tqdm_progress(trainer.config.num_updates):
+            state, metrics = jax.jit(trainer.train)(key, hparams)
+    """
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="update")
+
+    def report(update_idx: int, mean_return: float) -> None:
+        if update_idx > bar.n:
+            bar.update(update_idx - bar.n)
+            if mean_return == mean_return:  # not NaN
+                bar.set_postfix(ret=f"{mean_return:.3f}")
+
+    class _Ctx(progress_callback):
+        def __exit__(self, *exc):
+            bar.close()
+            return super().__exit__(*exc)
+
+    return _Ctx(report)
+
+
 def num_chunks(total_updates: int, chunk: int) -> int:
     """Number of chunks of `chunk` updates covering `total_updates` (the last may be shorter)."""
     return math.ceil(total_updates / max(1, chunk))

@@ -1,6 +1,5 @@
 """Matrix and repeated games: payoff catalogue, MatrixGame, two-step game, strategies, co-players."""
 
-import os
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +16,6 @@ from marljax.envs.matrix import (
 )
 from marljax.envs.matrix import payoffs as P
 from marljax.envs.matrix import strategies as S
-from marljax.testing import check_env
 
 KEY = jax.random.key(0)
 MATRIX_IDS = [i for i in registered_envs() if i.startswith("matrix/")]
@@ -49,59 +47,6 @@ def test_all_ids_registered():
         "penalty_k100",
     }
     assert {f"matrix/{name}-v0" for name in expected} <= set(MATRIX_IDS)
-
-
-# `check_env` costs ~10 XLA compilations (seconds) per id, and most ids differ only in the values
-# of their params (payoff tables, number of rounds). So the kit runs on one id per distinct static
-# structure (env classes, agents, actions, params tree with shapes and dtypes), and
-# `test_every_id_has_a_checked_structure` proves that every other id shares one of them. Set
-# MARLJAX_CHECK_ALL_ENVS=1 to run the kit on every id.
-CHECKED_IDS = [
-    "matrix/ipd-v0",  # 2 agents x 2 actions, repeated
-    "matrix/climbing-v0",  # 2 agents x 3 actions, one-shot
-    "matrix/ipd_tft-v0",  # scripted co-player wrapper
-    "matrix/public_goods-v0",  # 3 agents
-    "matrix/two_step-v0",
-]
-if os.environ.get("MARLJAX_CHECK_ALL_ENVS"):
-    CHECKED_IDS = MATRIX_IDS
-
-
-@pytest.mark.parametrize("env_id", CHECKED_IDS)
-def test_check_env(env_id):
-    env, params = marljax.make(env_id)
-    check_env(env, params, num_steps=6, num_envs=2)
-
-
-def _structure(env_id):
-    """Everything about an id that `check_env` depends on, except the values of its params."""
-    env, params = marljax.make(env_id)
-    types, e = [], env
-    while e is not None:
-        types.append(type(e).__name__)
-        e = getattr(e, "_env", None)
-    spaces = (
-        env.observation_space(params),
-        env.action_space(params),
-        env.global_state_space(params),
-    )
-    leaves = tuple((jnp.shape(x), jnp.asarray(x).dtype) for x in jax.tree.leaves(params))
-    return (
-        tuple(types),
-        env.num_agents,
-        env.unwrapped.num_agents,
-        tuple(map(repr, spaces)),
-        jax.tree.structure(params),
-        leaves,
-    )
-
-
-def test_every_id_has_a_checked_structure():
-    checked = {_structure(i) for i in CHECKED_IDS}
-    for env_id in MATRIX_IDS:
-        assert _structure(env_id) in checked, env_id
-        params = marljax.make(env_id)[1]
-        assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(params)), env_id
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load_setuptools_table() -> dict:
-    """`[tool.setuptools]` of pyproject.toml (tomllib on 3.11+, tomli on 3.10, else a mini-parser)."""
+    """`[tool.setuptools]` of pyproject.toml: tomllib (3.11+), tomli (3.10), else a mini-parser."""
     text = (ROOT / "pyproject.toml").read_text()
     try:
         import tomllib

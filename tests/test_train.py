@@ -125,6 +125,22 @@ def test_checkpoint_resume_equals_uninterrupted(tmp_path, climbing):
     assert tree_equal(fused, chunked)
 
 
+def test_progress_callback_reports_every_update_and_changes_nothing(climbing, seeds_train):
+    from marljax.train import progress_callback
+
+    env, params = marljax.make("matrix/climbing-v0")
+    agent = make_ppo(PPOConfig(critic_input="global", **SMALL), env, params)
+    config = TrainConfig(**{**TINY_RUN.__dict__, "progress": True})
+    trainer = make_train(config, env, agent, params)
+    seen = []
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.array([0, 1]))
+    with progress_callback(lambda i, r: seen.append(i)):
+        _, m_progress = jax.block_until_ready(jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams()))
+    assert sorted(set(seen)) == list(range(1, config.num_updates + 1))
+    _, m_plain = seeds_train(keys, PPOHParams())
+    assert tree_equal(m_progress, m_plain), "the progress callback changed the results"
+
+
 def test_checkpoint_from_other_config_is_refused(tmp_path, climbing):
     hp = PPOHParams()
     s0 = jax.jit(climbing.init)(jax.random.PRNGKey(0), hp)
@@ -204,7 +220,7 @@ def test_mappo_finds_the_optimal_joint_action_in_a_coordination_game():
     assert (final > 9.5).all(), f"MAPPO did not reach the optimum 10: {final}"
     # The sampled joint action is optimal almost always, for every seed.
     for seed in range(2):
-        st = jax.tree.map(lambda x: x[seed], state)
+        st = jax.tree.map(lambda x, s=seed: x[s], state)
         acts = _sample_actions(trainer, st, 200)  # [200, E, A]
         pay = np.asarray(params.payoffs)[0]
         rewards = pay[acts[..., 0], acts[..., 1]]

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from marljax.core.types import EnvParams, Environment
+from marljax.core.types import Environment, EnvParams
 
 _ID_RE = re.compile(r"^[a-z0-9_]+/[A-Za-z0-9_\-\.]+-v\d+$")
 

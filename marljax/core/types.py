@@ -17,7 +17,7 @@ flags; bootstrapping uses `timestep.discount`, derived from `terminated` only.
 from __future__ import annotations
 
 import abc
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -143,8 +143,3 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
 def default_global_state(obs: Array) -> Array:
     """The default centralised state: every agent's observation, flattened and concatenated."""
     return obs.reshape(-1).astype(jnp.float32)
-
-
-def tree_select(pred: Array, on_true: Any, on_false: Any) -> Any:
-    """Elementwise `where` over two pytrees of the same structure with a scalar predicate."""
-    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)

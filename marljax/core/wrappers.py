@@ -18,7 +18,7 @@ import numpy as np
 from flax import struct
 
 from marljax.core import spaces
-from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep, tree_select
+from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
 
 
 class Wrapper(Environment):
@@ -244,8 +244,3 @@ def _raise_invalid(actions, in_space, allowed) -> None:
 def wrap_for_training(env: Environment) -> Environment:
     """The standard stack used by the runner: `EpisodeStats(AutoReset(env))`."""
     return EpisodeStats(AutoReset(env))
-
-
-def select_timestep(pred: Array, a: TimeStep, b: TimeStep) -> TimeStep:
-    """`a` where `pred` else `b`, for two timesteps of the same structure."""
-    return tree_select(pred, a, b)

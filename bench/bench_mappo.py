@@ -1,0 +1,119 @@
+"""MAPPO training throughput on matrix games: one run, 4 seeds (vmap), 2 lr x 4 seeds (sweep).
+
+Each row is one compiled program: the fused `train(key, hparams)` of `marljax.train.make_train`
+with the MAPPO agent (`make_ppo(PPOConfig(critic_input="global"))`, default hyperparameters),
+alone, `vmap`ped over 4 seeds, or the grid x seeds `marljax.train.sweep` over
+`hparam_grid(PPOHParams(), lr=[5e-4, 1e-3])` x 4 seeds. Compile time (lower + compile of the whole
+program) is reported apart from the run time of the compiled program; env steps/s counts every
+environment step of every run in the program (one step = one joint step of one env).
+
+    python bench/bench_mappo.py [--json PATH] [--quick] [--first-call]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+from harness import Options, Result, case, main, timed
+
+import marljax
+from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
+from marljax.train import TrainConfig, hparam_grid, make_train, sweep
+
+ENV_IDS = ("matrix/climbing-v0", "matrix/ipd-v0")
+NUM_ENVS, ROLLOUT_LEN, NUM_UPDATES = 64, 32, 8
+NUM_SEEDS = 4
+LRS = (5e-4, 1e-3)
+
+
+def _config(opts: Options) -> TrainConfig:
+    updates = 2 if opts.quick else NUM_UPDATES
+    return TrainConfig(
+        num_envs=NUM_ENVS, rollout_len=ROLLOUT_LEN, total_env_steps=NUM_ENVS * ROLLOUT_LEN * updates
+    )
+
+
+def mappo_rows(env_id: str, opts: Options) -> list[Result]:
+    """The three rows (1 run, seeds vmap, grid x seeds sweep) for one env."""
+    env, params = marljax.make(env_id)
+    config = _config(opts)
+    trainer = make_train(
+        config, env, make_ppo(PPOConfig(critic_input="global"), env, params), params
+    )
+    steps_per_run = config.num_updates * config.steps_per_update
+    task = f"MAPPO {env_id} (E={config.num_envs}, T={config.rollout_len}, {config.num_updates} updates)"
+    notes = {
+        "num_envs": config.num_envs,
+        "rollout_len": config.rollout_len,
+        "num_updates": config.num_updates,
+        "ppo": "PPOConfig(critic_input='global') defaults, PPOHParams() defaults",
+    }
+    hparams = PPOHParams()
+    keys = jax.random.split(jax.random.key(0), NUM_SEEDS)
+    grid, settings = hparam_grid(hparams, lr=list(LRS))
+    seeds_fn = jax.vmap(trainer.train, in_axes=(0, None))
+    sweep_fn = functools.partial(sweep, trainer)
+    rows = [
+        ("1 run", trainer.train, (jax.random.key(0), hparams), 1),
+        (f"{NUM_SEEDS} seeds (vmap)", seeds_fn, (keys, hparams), NUM_SEEDS),
+        (
+            f"{len(settings)} lr x {NUM_SEEDS} seeds (sweep)",
+            sweep_fn,
+            (keys, grid),
+            len(settings) * NUM_SEEDS,
+        ),
+    ]
+    results = []
+    for variant, fn, args, runs in rows:
+        t = timed(fn, *args, repeats=opts.repeats, first_call=opts.first_call)
+        results.append(
+            t.result(
+                task,
+                "marljax",
+                runs * steps_per_run,
+                variant=variant,
+                notes={**notes, "runs": runs},
+            )
+        )
+    return results
+
+
+@case("mappo_matrix/marljax")
+def mappo_matrix(opts: Options) -> list[Result]:
+    return [r for env_id in ENV_IDS for r in mappo_rows(env_id, opts)]
+
+
+def format_scaling(results: list[Result]) -> str:
+    """Per task: compile time and env steps/s of the vmapped programs relative to one run."""
+    lines = [
+        "",
+        "| task | runs in program | compile / compile(1 run) | env steps/s / env steps/s(1 run) |",
+        "|---|---:|---:|---:|",
+    ]
+    for task in dict.fromkeys(r.task for r in results if r.framework == "marljax"):
+        rows = [r for r in results if r.task == task and r.framework == "marljax"]
+        single = next((r for r in rows if r.notes.get("runs") == 1), None)
+        if single is None:
+            continue
+        for r in rows:
+            if r is single:
+                continue
+            c = r.compile_s / single.compile_s if single.compile_s > 0 else math.nan
+            s = r.steps_per_s / single.steps_per_s
+            lines.append(f"| {task} | {r.notes['runs']} | {c:.2f}x | {s:.2f}x |")
+    return "\n".join(lines) if len(lines) > 3 else ""
+
+
+report = format_scaling  # run_all.py prints every module's `report(results)`
+
+
+if __name__ == "__main__":
+    main(
+        ["mappo_matrix/marljax"],
+        description=__doc__.splitlines()[0],
+        after=format_scaling,
+        repeats=2,
+        first_call=False,
+    )

@@ -1,0 +1,439 @@
+"""A small benchmark harness: compile time apart from run time, machine line, side-by-side table.
+
+A benchmark *case* is a function `case(opts) -> list[Result]` that measures one framework on one
+or more tasks. Cases are registered by name in `CASES`; each `bench_*.py` script registers its
+own and calls `main(...)`, and `run_all.py` runs every registered case. A side-by-side comparison
+is two cases that report the same `Result.task` under different `Result.framework`s:
+`print_table` then prints the ratio of every framework to the baseline framework, per task.
+
+    @case("matrix_env/numpy")
+    def numpy_matrix_env(opts: Options) -> list[Result]:
+        ...
+        return [Result(task="matrix/ipd-v0 E=64", framework="numpy", ...)]
+
+Rules (DESIGN.md section 7): speed is measured here, never in timed tests; every table names the
+machine; compile time is reported apart from run time; comparisons are made in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+# ----------------------------------------------------------------------------- records
+
+
+@dataclasses.dataclass
+class Result:
+    """One measurement of one framework on one task.
+
+    Attributes:
+      task: what was run, identical across frameworks for a side-by-side row
+        (e.g. `"matrix/ipd-v0 random actions E=1024"`).
+      framework: who ran it (`"marljax"`, `"numpy"`, `"jaxmarl"`, ...).
+      compile_s: ahead-of-time `lower` + `compile` seconds (`nan` when nothing is compiled).
+      run_s: median seconds of one steady-state call of the compiled program.
+      env_steps: environment steps done by one call (one step = one joint step of one env).
+      first_call_s: seconds of the first call of a fresh `jax.jit` including its compile
+        (`nan` when not measured).
+      run_min_s, run_max_s: fastest and slowest of the repeats.
+      repeats: number of timed steady-state calls.
+      variant: a short label telling rows of the same framework and task apart
+        (e.g. `"1 run"`, `"4 seeds (vmap)"`).
+      notes: anything else worth keeping in the JSON (configs, sizes).
+    """
+
+    task: str
+    framework: str
+    compile_s: float
+    run_s: float
+    env_steps: int
+    first_call_s: float = float("nan")
+    run_min_s: float = float("nan")
+    run_max_s: float = float("nan")
+    repeats: int = 0
+    variant: str = ""
+    notes: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """`task [variant]`, the row label."""
+        return f"{self.task} [{self.variant}]" if self.variant else self.task
+
+    @property
+    def steps_per_s(self) -> float:
+        """Environment steps per second of steady-state run time (compile excluded)."""
+        return self.env_steps / self.run_s if self.run_s > 0 else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["name"] = self.name
+        d["steps_per_s"] = self.steps_per_s
+        return d
+
+
+@dataclasses.dataclass
+class Timing:
+    """What `timed` measured (seconds)."""
+
+    lower_s: float  # tracing + lowering to StableHLO
+    compile_s: float  # XLA compile of the lowered program
+    first_run_s: float  # first execution of the compiled program (not counted in run_s)
+    run_times: list[float]  # steady-state executions
+    first_call_s: float  # fresh `jax.jit(fn)(*args)` incl. compile; nan if not measured
+    output: Any  # the output of the last call
+
+    @property
+    def aot_compile_s(self) -> float:
+        """Lower + compile: the one-time cost before the first step runs."""
+        return self.lower_s + self.compile_s
+
+    @property
+    def run_s(self) -> float:
+        """Median steady-state run time."""
+        return statistics.median(self.run_times)
+
+    def result(self, task: str, framework: str, env_steps: int, **kw: Any) -> Result:
+        return Result(
+            task=task,
+            framework=framework,
+            compile_s=self.aot_compile_s,
+            run_s=self.run_s,
+            env_steps=int(env_steps),
+            first_call_s=self.first_call_s,
+            run_min_s=min(self.run_times),
+            run_max_s=max(self.run_times),
+            repeats=len(self.run_times),
+            **kw,
+        )
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def timed(
+    fn: Callable,
+    *args: Any,
+    repeats: int = 5,
+    first_call: bool = True,
+    static_argnums: int | Sequence[int] = (),
+) -> Timing:
+    """Time a JAX function: compile once, then run the compiled program `repeats` times.
+
+    1. `jax.jit(fn).lower(*args)` and `.compile()` are timed apart (ahead-of-time compile).
+    2. The compiled program runs once untimed-for-throughput (`first_run_s`: allocations, lazy
+       initialisation), then `repeats` times; every call ends with `jax.block_until_ready`.
+    3. If `first_call`, JAX's in-memory caches are cleared and a fresh `jax.jit(fn)(*args)` is
+       timed, which is what a user pays on the first call (compile + one run); this compiles a
+       second time, so turn it off for very slow compiles.
+
+    Args:
+      fn: the function to benchmark (not yet jitted, or jitted: `jax.jit` of a jitted function
+        is fine).
+      *args: its arguments; the same arguments are used for every call.
+      repeats: timed steady-state calls.
+      first_call: also time a first call of a fresh `jax.jit` including compile.
+      static_argnums: forwarded to `jax.jit`.
+
+    Returns:
+      A `Timing`.
+    """
+    jax.clear_caches()  # an earlier case must not hand us a cached executable
+    jitted = jax.jit(fn, static_argnums=static_argnums)
+    t0 = time.perf_counter()
+    lowered = jitted.lower(*args)
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    t2 = time.perf_counter()
+    dyn_args = [a for i, a in enumerate(args) if i not in _as_tuple(static_argnums)]
+
+    out = jax.block_until_ready(compiled(*dyn_args))
+    t3 = time.perf_counter()
+    run_times = []
+    for _ in range(max(1, repeats)):
+        s = time.perf_counter()
+        out = jax.block_until_ready(compiled(*dyn_args))
+        run_times.append(time.perf_counter() - s)
+
+    first_call_s = float("nan")
+    if first_call:
+        jax.clear_caches()
+        fresh = jax.jit(fn, static_argnums=static_argnums)
+        s = time.perf_counter()
+        jax.block_until_ready(fresh(*args))
+        first_call_s = time.perf_counter() - s
+    return Timing(t1 - t0, t2 - t1, t3 - t2, run_times, first_call_s, out)
+
+
+def timed_python(fn: Callable, *args: Any, repeats: int = 5) -> Timing:
+    """Time a plain Python/NumPy function the same way (no compile: `compile_s` is nan)."""
+    s = time.perf_counter()
+    out = fn(*args)
+    first = time.perf_counter() - s
+    run_times = []
+    for _ in range(max(1, repeats)):
+        s = time.perf_counter()
+        out = fn(*args)
+        run_times.append(time.perf_counter() - s)
+    return Timing(float("nan"), 0.0, first, run_times, float("nan"), out)
+
+
+def _as_tuple(x: int | Sequence[int]) -> tuple[int, ...]:
+    return (x,) if isinstance(x, int) else tuple(x)
+
+
+# ----------------------------------------------------------------------------- machine
+
+
+def machine_info() -> str:
+    """One line naming the machine: CPU model, cores, JAX version, backend and devices."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    logical = os.cpu_count()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = logical
+    devices = jax.devices()
+    kinds = sorted({d.device_kind for d in devices})
+    jaxlib = getattr(getattr(jax, "lib", None), "__version__", None)
+    try:
+        import jaxlib as _jaxlib
+
+        jaxlib = _jaxlib.__version__
+    except ImportError:
+        pass
+    parts = [
+        f"CPU: {cpu}, {logical} logical cores ({usable} usable)",
+        f"jax {jax.__version__} / jaxlib {jaxlib}",
+        f"backend {jax.default_backend()}: {len(devices)} x {', '.join(kinds)}",
+        f"numpy {np.__version__}, Python {platform.python_version()}",
+    ]
+    if os.environ.get("XLA_FLAGS"):
+        parts.append(f"XLA_FLAGS={os.environ['XLA_FLAGS']}")
+    return "; ".join(parts)
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+class SkipCase(Exception):
+    """Raised by a case that cannot run here (e.g. an optional framework is not installed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Options every case receives.
+
+    Attributes:
+      quick: a much smaller run (smoke test of the benchmark code, numbers not meaningful).
+      repeats: timed steady-state calls per measurement.
+      first_call: also time a fresh first call including compile (a second compile).
+    """
+
+    quick: bool = False
+    repeats: int = 5
+    first_call: bool = True
+
+
+CaseFn = Callable[[Options], list[Result]]
+CASES: dict[str, CaseFn] = {}
+
+
+def case(name: str) -> Callable[[CaseFn], CaseFn]:
+    """Register a benchmark case under `name` (`"<benchmark>/<framework>"` by convention)."""
+
+    def register(fn: CaseFn) -> CaseFn:
+        if name in CASES and CASES[name] is not fn:
+            raise ValueError(f"benchmark case {name!r} is already registered")
+        CASES[name] = fn
+        return fn
+
+    return register
+
+
+def requires(module: str, extra: str = "bench") -> Any:
+    """Import an optional dependency or skip the case with the install command."""
+    if importlib.util.find_spec(module) is None:
+        raise SkipCase(f"{module} is not installed (pip install -e '.[{extra}]')")
+    return importlib.import_module(module)
+
+
+def run_cases(names: Sequence[str], opts: Options) -> tuple[list[Result], dict[str, str]]:
+    """Run the named cases in order; returns the results and the skipped cases with reasons."""
+    results: list[Result] = []
+    skipped: dict[str, str] = {}
+    for name in names:
+        print(f"# running {name} ...", file=sys.stderr, flush=True)
+        t = time.perf_counter()
+        try:
+            out = CASES[name](opts)
+        except SkipCase as e:
+            skipped[name] = str(e)
+            print(f"# skipped {name}: {e}", file=sys.stderr, flush=True)
+            continue
+        print(f"# {name} took {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+        results.extend(out)
+    return results, skipped
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def _fmt_s(x: float) -> str:
+    if x != x:  # nan
+        return "-"
+    return f"{x * 1e3:.2f} ms" if x < 1.0 else f"{x:.2f} s"
+
+
+def _fmt_rate(x: float) -> str:
+    if x != x:
+        return "-"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+def format_table(results: Sequence[Result], baseline: str | Sequence[str] | None = None) -> str:
+    """A markdown table of `results`, then the ratios to the baseline framework per task.
+
+    Args:
+      results: the measurements.
+      baseline: a framework name, or several in order of preference; for every task (and
+        variant), the first of them that measured it is the baseline, and
+        `steps/s(other) / steps/s(baseline)` is printed for every other framework that measured
+        it (>1 means faster than the baseline).
+
+    Returns:
+      Markdown text.
+    """
+    lines = [
+        "| task | variant | framework | compile (lower+compile) | first call incl. compile "
+        "| run (median) | run (min / max) | env steps / run | env steps/s |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.task} | {r.variant} | {r.framework} | {_fmt_s(r.compile_s)} "
+            f"| {_fmt_s(r.first_call_s)} | {_fmt_s(r.run_s)} "
+            f"| {_fmt_s(r.run_min_s)} / {_fmt_s(r.run_max_s)} | {r.env_steps:,} "
+            f"| {_fmt_rate(r.steps_per_s)} |"
+        )
+    ratios = format_ratios(results, baseline) if baseline else ""
+    return "\n".join(lines) + ("\n\n" + ratios if ratios else "")
+
+
+def format_ratios(results: Sequence[Result], baseline: str | Sequence[str]) -> str:
+    """The markdown table of env-steps/s ratios to the baseline framework (see `format_table`)."""
+    order = [baseline] if isinstance(baseline, str) else list(baseline)
+    by_row: dict[tuple[str, str], dict[str, Result]] = {}
+    for r in results:
+        by_row.setdefault((r.task, r.variant), {})[r.framework] = r
+    lines = []
+    for row in by_row.values():
+        base = next((row[f] for f in order if f in row), None)
+        if base is None:
+            continue
+        for r in row.values():
+            if r is not base:
+                ratio = r.steps_per_s / base.steps_per_s
+                lines.append(f"| {r.name} | {r.framework} / {base.framework} | {ratio:.2f}x |")
+    if not lines:
+        return ""
+    return "\n".join(["| task | ratio of env steps/s | value |", "|---|---|---:|", *lines])
+
+
+def print_table(results: Sequence[Result], baseline: str | Sequence[str] | None = None) -> None:
+    """Print the machine line and `format_table(results, baseline)`."""
+    print(f"Machine: {machine_info()}\n")
+    print(format_table(results, baseline))
+
+
+def write_json(path: str, results: Sequence[Result], skipped: dict[str, str] | None = None) -> None:
+    """Write the results with the machine line as JSON."""
+    data = {
+        "machine": machine_info(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": sys.argv,
+        "results": [r.to_dict() for r in results],
+        "skipped": skipped or {},
+    }
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2, default=float)
+    print(f"\nwrote {path}", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def parser(description: str, repeats: int = 5, first_call: bool = True) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    p.add_argument("--quick", action="store_true", help="tiny sizes: smoke-test the benchmark")
+    p.add_argument(
+        "--repeats", type=int, default=repeats, help=f"timed steady-state calls (default {repeats})"
+    )
+    p.add_argument(
+        "--first-call",
+        action=argparse.BooleanOptionalAction,
+        default=first_call,
+        help="also time a fresh first call incl. compile (costs one more compile per row; "
+        f"default {'on' if first_call else 'off'})",
+    )
+    p.add_argument("--cases", nargs="*", help="run only these registered cases (default: all)")
+    return p
+
+
+def main(
+    names: Sequence[str],
+    description: str,
+    baseline: str | Sequence[str] | None = None,
+    after: Callable[[list[Result]], str] | None = None,
+    repeats: int = 5,
+    first_call: bool = True,
+) -> list[Result]:
+    """Command-line entry of a `bench_*.py` script: run its cases, print, optionally write JSON.
+
+    Args:
+      names: the cases this script runs by default.
+      description: `--help` text.
+      baseline: the framework(s) the ratios are taken against (see `format_table`).
+      after: optional extra markdown given the results (e.g. scaling of a sweep).
+      repeats: default of `--repeats`.
+      first_call: default of `--first-call` / `--no-first-call`.
+    """
+    args = parser(description, repeats, first_call).parse_args()
+    names = args.cases or list(names)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown case(s) {unknown}; registered: {sorted(CASES)}")
+    opts = Options(quick=args.quick, repeats=args.repeats, first_call=args.first_call)
+    results, skipped = run_cases(names, opts)
+    print_table(results, baseline)
+    for name, why in skipped.items():
+        print(f"\nskipped {name}: {why}")
+    if after is not None:
+        print(after(results))
+    if args.json:
+        write_json(args.json, results, skipped)
+    return results

@@ -1,0 +1,77 @@
+"""Initializers, the recurrent core's reset convention and the action distributions."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from marljax import distributions
+from marljax.networks import RecurrentCore, orthogonal
+
+
+@pytest.mark.parametrize("shape", [(18, 64), (64, 64), (64, 7), (3, 4, 5)])
+def test_orthogonal_is_orthogonal_and_scaled(shape):
+    w = np.asarray(orthogonal(2.0)(jax.random.PRNGKey(0), shape)).reshape(-1, shape[-1])
+    gram = w @ w.T if w.shape[0] < w.shape[1] else w.T @ w
+    np.testing.assert_allclose(gram, 4.0 * np.eye(gram.shape[0]), atol=1e-4)
+
+
+def test_orthogonal_seeds_differ_and_vmap_has_no_lapack():
+    init = orthogonal()
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    ws = jax.vmap(lambda k: init(k, (8, 8)))(keys)
+    assert not np.allclose(ws[0], ws[1])
+    hlo = jax.jit(jax.vmap(lambda k: init(k, (8, 8)))).lower(keys).as_text().lower()
+    assert "lapack" not in hlo
+
+
+def test_orthogonal_matches_qr_distribution():
+    """Same law as QR with sign correction: E[w_00^2] = 1/n for Haar-orthogonal n x n."""
+    ws = jax.vmap(lambda k: orthogonal()(k, (4, 4)))(jax.random.split(jax.random.PRNGKey(1), 4000))
+    np.testing.assert_allclose(np.mean(np.asarray(ws)[:, 0, 0] ** 2), 0.25, atol=0.02)
+
+
+def test_recurrent_core_resets_the_carry_where_an_episode_starts():
+    core = RecurrentCore(hidden_size=5)
+    T, B, D = 6, 2, 3
+    xs = jax.random.normal(jax.random.PRNGKey(0), (T, B, D))
+    resets = jnp.zeros((T, B), bool).at[3, 0].set(True)
+    carry0 = jax.random.normal(jax.random.PRNGKey(1), (B, 5))  # a non-zero carry from before
+    params = core.init(jax.random.PRNGKey(2), carry0, xs, resets)
+    _, ys = core.apply(params, carry0, xs, resets)
+    # Env 0 restarts at t=3: its outputs from t=3 equal a fresh core run on xs[3:].
+    _, fresh = core.apply(params, jnp.zeros((B, 5)), xs[3:], jnp.zeros((T - 3, B), bool))
+    np.testing.assert_allclose(ys[3:, 0], fresh[:, 0], rtol=1e-5, atol=1e-6)
+    # Env 1 has no reset: its outputs depend on the initial carry (no spurious reset).
+    assert not np.allclose(ys[3:, 1], fresh[:, 1])
+    # One step at a time gives the same as the whole sequence (acting == training).
+    c, steps = carry0, []
+    for t in range(T):
+        c, y = core.apply(params, c, xs[t : t + 1], resets[t : t + 1])
+        steps.append(y[0])
+    np.testing.assert_allclose(np.stack(steps), ys, rtol=1e-5, atol=1e-6)
+
+
+def test_masked_categorical_gives_zero_probability_to_illegal_actions():
+    logits = jnp.array([[5.0, 0.0, 1.0]])
+    dist = distributions.masked_categorical(logits, jnp.array([[False, True, True]]))
+    samples = dist.sample(seed=jax.random.PRNGKey(0), sample_shape=(500,))
+    assert not bool((samples == 0).any())
+    assert np.isfinite(float(dist.entropy()[0]))
+    np.testing.assert_allclose(np.exp(dist.log_prob(jnp.array([2]))), np.exp(1) / (1 + np.exp(1)), rtol=1e-5)
+
+
+def test_tanh_gaussian_log_prob_matches_change_of_variables():
+    mean, log_std = jnp.array([0.3, -0.2]), jnp.array([-0.5, 0.1])
+    dist = distributions.TanhGaussian(mean, log_std)
+    a, logp = dist.sample_and_log_prob(jax.random.PRNGKey(0))
+    np.testing.assert_allclose(dist.log_prob(a), logp, rtol=1e-4, atol=1e-4)
+    # Numerical check in 1-D: density of a = tanh(u) is N(u) / (1 - a^2).
+    d1 = distributions.TanhGaussian(jnp.array([0.3]), jnp.array([-0.5]))
+    x = 0.4
+    u = np.arctanh(x)
+    std = np.exp(-0.5)
+    ref = -0.5 * ((u - 0.3) / std) ** 2 - np.log(std * np.sqrt(2 * np.pi)) - np.log(1 - x**2)
+    np.testing.assert_allclose(d1.log_prob(jnp.array([x])), ref, rtol=1e-5)

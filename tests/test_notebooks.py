@@ -1,0 +1,84 @@
+"""Execute every notebook in `notebooks/` top to bottom; any cell error fails the test.
+
+The kernel is launched with the interpreter running pytest (`sys.executable`), through a
+temporary `python3` kernelspec, so the notebooks see this environment's marljax even when the
+machine's default `python3` kernelspec points at another interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402 (after the skips)
+from jupyter_client.manager import KernelManager  # noqa: E402
+
+NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+CELL_TIMEOUT_S = 300
+
+
+def kernel_manager(kernels_dir: pathlib.Path) -> KernelManager:
+    """A manager for a `python3` kernel running `sys.executable` (this venv's interpreter)."""
+    spec_dir = kernels_dir / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (marljax tests)",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    specs = KernelSpecManager(kernel_dirs=[str(kernels_dir)])
+    return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, f"no notebooks found in {NOTEBOOK_DIR}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.outputs or c.execution_count)
+    ]
+    assert not dirty, f"{path.name}: clear the outputs of code cells {dirty} before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_executes(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    km = kernel_manager(tmp_path / "kernels")
+    client = nbclient.NotebookClient(
+        nb,
+        km=km,
+        kernel_name="python3",
+        timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute()  # raises CellExecutionError (with the cell's traceback) on any cell error
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
+    ]
+    assert not errors
+
+
+def test_kernel_runs_this_interpreter(tmp_path):
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import sys; print(sys.executable)")]
+    )
+    nbclient.NotebookClient(
+        nb, km=kernel_manager(tmp_path), kernel_name="python3", timeout=60
+    ).execute()
+    assert nb.cells[0].outputs[0]["text"].strip() == sys.executable
