@@ -1,0 +1,1 @@
+"""Gridworlds (work in progress; see the gridworlds issue)."""

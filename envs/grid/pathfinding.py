@@ -1,0 +1,1 @@
+"""Lifelong multi-agent pathfinding (work in progress)."""

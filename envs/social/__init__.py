@@ -1,0 +1,1 @@
+"""Social dilemmas (work in progress; see the social-dilemmas issue)."""

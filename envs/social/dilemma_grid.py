@@ -1,0 +1,1 @@
+"""Cleanup and Harvest sequential social dilemmas (work in progress)."""
