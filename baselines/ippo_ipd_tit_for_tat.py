@@ -7,36 +7,18 @@ Science 211, 1981 (payoffs R=3, S=0, T=5, P=1).
     python baselines/ippo_ipd_tit_for_tat.py [--seeds 4] [--out runs]
 """
 
-import argparse
-
-from marljax.experiment import Experiment, run_experiment
+from marljax.experiment import Experiment, baseline_main
 from marljax.train import TrainConfig
 
-COOPERATE, DEFECT = 30.0, 14.0  # returns of always-cooperate / always-defect against TFT
-TOLERANCE = 1.0  # a return within this of 30 counts as cooperation (policies stay stochastic)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=4, help="number of seeds")
-    parser.add_argument("--out", default="runs", help="parent folder of the run directory")
-    args = parser.parse_args(argv)
-    exp = Experiment(
-        algo="ippo",
-        env="matrix/ipd_tft-v0",
-        env_kwargs={"num_rounds": 10},
-        seeds=args.seeds,
-        train=TrainConfig(num_envs=16, rollout_len=10, total_env_steps=16 * 10 * 60),
-        agent={"hidden_sizes": (32,), "num_minibatches": 2},
-        hparams={"lr": 3e-3},
-        out_dir=args.out,
-    )
-    result = run_experiment(exp)
-    for s, ret in enumerate(result.metrics["episode_return"][0, :, -1]):
-        verdict = "cooperates" if ret >= COOPERATE - TOLERANCE else "does NOT cooperate"
-        print(f"seed {exp.seed + s}: final return {ret:.2f} of {COOPERATE:g}: {verdict}")
-    print(f"run directory: {result.run_dir}")
-
+EXPERIMENT = Experiment(
+    algo="ippo",
+    env="matrix/ipd_tft-v0",
+    env_kwargs={"num_rounds": 10},
+    train=TrainConfig(num_envs=16, rollout_len=10, total_env_steps=16 * 10 * 60),
+    agent={"hidden_sizes": (32,), "num_minibatches": 2},
+    hparams={"lr": 3e-3},
+)
 
 if __name__ == "__main__":
-    main()
+    # Always-cooperate earns 30 against TFT, always-defect 14; within 1 of 30 counts as cooperating.
+    baseline_main(__doc__, EXPERIMENT, lambda r: "cooperates" if r >= 29.0 else "does NOT cooperate")

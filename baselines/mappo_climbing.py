@@ -8,34 +8,18 @@ look better on average (relative overgeneralisation): learners settle on the (1,
     python baselines/mappo_climbing.py [--seeds 4] [--out runs]
 """
 
-import argparse
-
-from marljax.experiment import Experiment, run_experiment
+from marljax.experiment import Experiment, baseline_main
 from marljax.train import TrainConfig
 
 OUTCOMES = {11.0: "optimum (0, 0) = 11", 7.0: "equilibrium (1, 1) = 7", 5.0: "(2, 2) = 5"}
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=4, help="number of seeds")
-    parser.add_argument("--out", default="runs", help="parent folder of the run directory")
-    args = parser.parse_args(argv)
-    exp = Experiment(
-        algo="mappo",
-        env="matrix/climbing-v0",
-        seeds=args.seeds,
-        train=TrainConfig(num_envs=16, rollout_len=4, total_env_steps=16 * 4 * 60),
-        agent={"hidden_sizes": (32,), "num_minibatches": 2},
-        hparams={"lr": 3e-3},
-        out_dir=args.out,
-    )
-    result = run_experiment(exp)
-    for s, ret in enumerate(result.metrics["episode_return"][0, :, -1]):
-        nearest = min(OUTCOMES, key=lambda v: abs(v - ret))
-        print(f"seed {exp.seed + s}: final return {ret:.2f}, nearest {OUTCOMES[nearest]}")
-    print(f"run directory: {result.run_dir}")
-
+EXPERIMENT = Experiment(
+    algo="mappo",
+    env="matrix/climbing-v0",
+    train=TrainConfig(num_envs=16, rollout_len=4, total_env_steps=16 * 4 * 60),
+    agent={"hidden_sizes": (32,), "num_minibatches": 2},
+    hparams={"lr": 3e-3},
+)
 
 if __name__ == "__main__":
-    main()
+    baseline_main(__doc__, EXPERIMENT, lambda r: "nearest " + OUTCOMES[min(OUTCOMES, key=lambda v: abs(v - r))])

@@ -162,20 +162,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = run_experiment(exp, resume=args.resume, progress=not args.no_progress)
     import numpy as np
 
-    final = result.metrics["episode_return"]
+    from marljax.experiment import final_returns
+
+    final = final_returns(result.metrics)
     print(f"run directory: {result.run_dir}")
     for g, setting in enumerate(result.settings):
         label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or "final return"
-        vals = [_last_finite(final[g, s]) for s in range(final.shape[1])]
+        vals = final[g]
         print(f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  {np.round(vals, 3).tolist()}")
     return 0
-
-
-def _last_finite(x):
-    import numpy as np
-
-    finite = x[np.isfinite(x)]
-    return float(finite[-1]) if len(finite) else float("nan")
 
 
 def _experiment_from_saved(saved: dict):

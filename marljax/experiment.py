@@ -23,6 +23,7 @@ import importlib.metadata
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -264,6 +265,52 @@ def run_experiment(
     if done_updates >= total:
         _write_plot(run_dir, exp, built, merged)
     return RunResult(run_dir, merged, state, built.settings)
+
+
+def final_returns(metrics: dict[str, np.ndarray]) -> np.ndarray:
+    """`[G, S]` return of the last update in which an episode finished (NaN if none did)."""
+    ret = metrics["episode_return"]
+    out = np.full(ret.shape[:2], np.nan)
+    for idx in np.ndindex(*ret.shape[:2]):
+        finite = ret[idx][np.isfinite(ret[idx])]
+        if len(finite):
+            out[idx] = finite[-1]
+    return out
+
+
+def baseline_main(
+    doc: str,
+    exp: Experiment,
+    verdict: Callable[[float], str] | None = None,
+    argv: list[str] | None = None,
+) -> RunResult:
+    """Command-line front end shared by the `baselines/` scripts.
+
+    Parses `--seeds` and `--out` (defaults from `exp`), runs the experiment and prints each
+    seed's final return, with `verdict(return)` (e.g. "optimum reached") when given.
+
+    Args:
+      doc: the script's docstring (its first line is the `--help` description).
+      exp: the experiment the script reproduces.
+      verdict: optional function turning a final return into a short verdict.
+      argv: arguments (default: `sys.argv[1:]`).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=exp.seeds, help="number of seeds")
+    parser.add_argument("--out", default=exp.out_dir, help="parent folder of the run directory")
+    args = parser.parse_args(argv)
+    exp = dataclasses.replace(exp, seeds=args.seeds, out_dir=args.out)
+    result = run_experiment(exp)
+    final = final_returns(result.metrics)
+    for g, setting in enumerate(result.settings):
+        label = ",".join(f"{k}={v:g}" for k, v in setting.items())
+        for s, ret in enumerate(final[g]):
+            extra = f" {verdict(float(ret))}" if verdict is not None else ""
+            print(f"{label + ' ' if label else ''}seed {exp.seed + s}: final return {ret:.2f}{extra}")
+    print(f"run directory: {result.run_dir}")
+    return result
 
 
 def _progress_bar(total: int, initial: int, exp: Experiment):

@@ -13,10 +13,11 @@ import sys
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
-from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402 (after the skips)
+# Hard imports: a broken `[test]` extra must fail the suite, not skip the notebooks.
+import ipykernel  # noqa: F401
+import nbclient
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager  # noqa: E402
 
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
