@@ -21,4 +21,6 @@ EXPERIMENT = Experiment(
 
 if __name__ == "__main__":
     # Always-cooperate earns 30 against TFT, always-defect 14; within 1 of 30 counts as cooperating.
-    baseline_main(__doc__, EXPERIMENT, lambda r: "cooperates" if r >= 29.0 else "does NOT cooperate")
+    baseline_main(
+        __doc__, EXPERIMENT, lambda r: "cooperates" if r >= 29.0 else "does NOT cooperate"
+    )

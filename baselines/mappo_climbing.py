@@ -22,4 +22,8 @@ EXPERIMENT = Experiment(
 )
 
 if __name__ == "__main__":
-    baseline_main(__doc__, EXPERIMENT, lambda r: "nearest " + OUTCOMES[min(OUTCOMES, key=lambda v: abs(v - r))])
+    baseline_main(
+        __doc__,
+        EXPERIMENT,
+        lambda r: "nearest " + OUTCOMES[min(OUTCOMES, key=lambda v: abs(v - r))],
+    )

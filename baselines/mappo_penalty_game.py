@@ -19,4 +19,6 @@ EXPERIMENT = Experiment(
 
 if __name__ == "__main__":
     # Within 0.5 of the optimum counts as reached (the policies stay slightly stochastic).
-    baseline_main(__doc__, EXPERIMENT, lambda r: "optimum reached" if r >= 9.5 else "optimum NOT reached")
+    baseline_main(
+        __doc__, EXPERIMENT, lambda r: "optimum reached" if r >= 9.5 else "optimum NOT reached"
+    )

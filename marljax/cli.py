@@ -1,10 +1,10 @@
 """The `marljax` command line: it only builds configs and calls library functions.
 
-    marljax train                                   # the default experiment
-    marljax train --algo mappo --env matrix/climbing-v0 --seeds 8 --set lr=3e-4
-    marljax train --grid lr=1e-3,3e-4 --grid ent_coef=0,0.01   # grid x seeds, one compile
-    marljax train --resume runs/<run>                # continue from the newest checkpoint
-    marljax envs                                     # list registered environments
+marljax train                                   # the default experiment
+marljax train --algo mappo --env matrix/climbing-v0 --seeds 8 --set lr=3e-4
+marljax train --grid lr=1e-3,3e-4 --grid ent_coef=0,0.01   # grid x seeds, one compile
+marljax train --resume runs/<run>                # continue from the newest checkpoint
+marljax envs                                     # list registered environments
 """
 
 from __future__ import annotations
@@ -69,22 +69,39 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--env", default=DEFAULT_ENV, help=f"environment id; default {DEFAULT_ENV}")
     train.add_argument("--seeds", type=int, default=None, help="number of seeds (default 4)")
     train.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
-    train.add_argument("--steps", type=int, default=None, help="env steps per run (train.total_env_steps)")
     train.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
+        "--steps", type=int, default=None, help="env steps per run (train.total_env_steps)"
+    )
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a config value, hparam or env option (env.KEY=VALUE); repeatable",
     )
     train.add_argument(
-        "--grid", action="append", default=[], metavar="HPARAM=V1,V2,...",
+        "--grid",
+        action="append",
+        default=[],
+        metavar="HPARAM=V1,V2,...",
         help="sweep a hyperparameter over values; repeatable (Cartesian product)",
     )
-    train.add_argument("--out", default=None, help="parent folder of run directories (default runs)")
+    train.add_argument(
+        "--out", default=None, help="parent folder of run directories (default runs)"
+    )
     train.add_argument("--name", default=None, help="run directory name")
-    train.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a run from its newest checkpoint")
+    train.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue a run from its newest checkpoint",
+    )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     envs = sub.add_parser("envs", help="list registered environments")
-    envs.add_argument("--options", metavar="ENV_ID", default=None, help="show the options of one env")
+    envs.add_argument(
+        "--options", metavar="ENV_ID", default=None, help="show the options of one env"
+    )
     return parser
 
 
@@ -124,14 +141,22 @@ def experiment_from_args(args: argparse.Namespace):
     grid = {}
     for key, values in cfg.parse_assignments(args.grid, "--grid").items():
         if key not in hp_keys:
-            raise cfg.unknown_key_error(key, sorted(hp_keys), "--grid (only traced hparams can be swept)")
+            raise cfg.unknown_key_error(
+                key, sorted(hp_keys), "--grid (only traced hparams can be swept)"
+            )
         grid[key] = [v for v in values.split(",") if v.strip()]
     train = cfg.replace_checked(base.train, train_over, "train")
     exp = cfg.replace_checked(base, run_over, "run")
     # agent/hparams values are validated against their classes in `build`.
     return dataclasses.replace(
-        exp, algo=args.algo, env=args.env, env_kwargs=env_over, train=train,
-        agent=agent_over, hparams=hp_over, grid=grid,
+        exp,
+        algo=args.algo,
+        env=args.env,
+        env_kwargs=env_over,
+        train=train,
+        agent=agent_over,
+        hparams=hp_over,
+        grid=grid,
     )
 
 
@@ -169,7 +194,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     for g, setting in enumerate(result.settings):
         label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or "final return"
         vals = final[g]
-        print(f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  {np.round(vals, 3).tolist()}")
+        print(
+            f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  {np.round(vals, 3).tolist()}"
+        )
     return 0
 
 
@@ -190,7 +217,9 @@ def cmd_envs(args: argparse.Namespace) -> int:
         s = spec(args.options)
         env, params = marljax.make(args.options)
         print(f"{args.options}: {s.description}")
-        print(f"  agents: {env.num_agents}, observation {env.observation_space(params)}, action {env.action_space(params)}")
+        print(
+            f"  agents: {env.num_agents}, observation {env.observation_space(params)}, action {env.action_space(params)}"
+        )
         print(f"  static options: {s.kwargs}")
         print("  params:")
         for f in dataclasses.fields(params):
@@ -215,7 +244,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "envs":
             return cmd_envs(args)
-    except (cfg.ConfigError, KeyError, TypeError, ValueError, FileNotFoundError, FileExistsError) as err:
+    except (
+        cfg.ConfigError,
+        KeyError,
+        TypeError,
+        ValueError,
+        FileNotFoundError,
+        FileExistsError,
+    ) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"marljax: error: {msg}", file=sys.stderr)
         return 2

@@ -124,7 +124,9 @@ def describe(exp: Experiment, built: Built) -> dict[str, Any]:
         "experiment": cfg.to_dict(exp),
         "resolved": {
             "agent": cfg.to_dict(built.agent_config),
-            "hparams": [dict(zip(cfg.field_names(type(built.hparams)), row)) for row in _hp_rows(built)],
+            "hparams": [
+                dict(zip(cfg.field_names(type(built.hparams)), row)) for row in _hp_rows(built)
+            ],
             "grid_settings": built.settings,
             "train": {**cfg.to_dict(exp.train), "num_updates": exp.train.num_updates},
             "seeds": [exp.seed + s for s in range(exp.seeds)],
@@ -141,12 +143,24 @@ def _hp_rows(built: Built) -> list[list[float]]:
 
 
 def _params_dict(params: Any) -> dict[str, Any]:
-    return {f.name: np.asarray(getattr(params, f.name)).tolist() for f in dataclasses.fields(params)}
+    return {
+        f.name: np.asarray(getattr(params, f.name)).tolist() for f in dataclasses.fields(params)
+    }
 
 
 def _versions() -> dict[str, str]:
     out = {}
-    for pkg in ("marljax", "jax", "jaxlib", "flax", "optax", "chex", "distrax", "orbax-checkpoint", "numpy"):
+    for pkg in (
+        "marljax",
+        "jax",
+        "jaxlib",
+        "flax",
+        "optax",
+        "chex",
+        "distrax",
+        "orbax-checkpoint",
+        "numpy",
+    ):
         try:
             out[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
@@ -182,7 +196,10 @@ class RunResult:
 
 
 def run_experiment(
-    exp: Experiment, resume: str | None = None, progress: bool = True, stop_after_chunks: int | None = None
+    exp: Experiment,
+    resume: str | None = None,
+    progress: bool = True,
+    stop_after_chunks: int | None = None,
 ) -> RunResult:
     """Train an experiment in chunks, writing the run directory (see the module docstring).
 
@@ -308,7 +325,9 @@ def baseline_main(
         label = ",".join(f"{k}={v:g}" for k, v in setting.items())
         for s, ret in enumerate(final[g]):
             extra = f" {verdict(float(ret))}" if verdict is not None else ""
-            print(f"{label + ' ' if label else ''}seed {exp.seed + s}: final return {ret:.2f}{extra}")
+            print(
+                f"{label + ' ' if label else ''}seed {exp.seed + s}: final return {ret:.2f}{extra}"
+            )
     print(f"run directory: {result.run_dir}")
     return result
 
@@ -323,7 +342,9 @@ def _labels(built: Built) -> list[str]:
     return [",".join(f"{k}={v:g}" for k, v in s.items()) for s in built.settings]
 
 
-def _write_outputs(run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]) -> None:
+def _write_outputs(
+    run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]
+) -> None:
     tmp = os.path.join(run_dir, "metrics.tmp.npz")
     np.savez(tmp, **metrics)
     os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
@@ -339,9 +360,14 @@ def _write_outputs(run_dir: str, exp: Experiment, built: Built, metrics: dict[st
     results.write_json(os.path.join(run_dir, "metrics.json"), data)
 
 
-def _write_plot(run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]) -> None:
+def _write_plot(
+    run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]
+) -> None:
     steps = metrics["env_steps"][0, 0]
     results.plot_learning_curves(
-        steps, metrics["episode_return"], _labels(built), os.path.join(run_dir, "learning_curve.png"),
+        steps,
+        metrics["episode_return"],
+        _labels(built),
+        os.path.join(run_dir, "learning_curve.png"),
         title=f"{exp.algo} on {exp.env} ({exp.seeds} seeds)",
     )

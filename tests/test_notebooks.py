@@ -11,14 +11,13 @@ import json
 import pathlib
 import sys
 
-import pytest
-
 # Hard imports: a broken `[test]` extra must fail the suite, not skip the notebooks.
 import ipykernel  # noqa: F401
 import nbclient
 import nbformat
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager  # noqa: E402
+from jupyter_client.manager import KernelManager
 
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
