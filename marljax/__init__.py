@@ -11,4 +11,12 @@ from marljax.core.types import Environment, EnvParams, TimeStep
 
 __version__ = "0.1.0"
 
-__all__ = ["Environment", "EnvParams", "TimeStep", "make", "registered_envs", "spaces", "__version__"]
+__all__ = [
+    "Environment",
+    "EnvParams",
+    "TimeStep",
+    "make",
+    "registered_envs",
+    "spaces",
+    "__version__",
+]

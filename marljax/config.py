@@ -25,7 +25,9 @@ def field_names(cls_or_obj: Any) -> list[str]:
 def unknown_key_error(key: str, valid: list[str], where: str) -> ConfigError:
     close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return ConfigError(f"Unknown {where} key {key!r}.{hint} Valid keys: {', '.join(sorted(valid))}.")
+    return ConfigError(
+        f"Unknown {where} key {key!r}.{hint} Valid keys: {', '.join(sorted(valid))}."
+    )
 
 
 def _field_kind(cls: Any, name: str) -> tuple[Any, Any]:
@@ -84,7 +86,9 @@ def parse_value(raw: Any, annotation: Any, default: Any, name: str) -> Any:
         try:
             return tuple(int(x) for x in items if str(x).strip() != "")
         except (TypeError, ValueError):
-            raise ConfigError(f"{name} must be a comma-separated list of integers, got {raw!r}") from None
+            raise ConfigError(
+                f"{name} must be a comma-separated list of integers, got {raw!r}"
+            ) from None
     if annotation is str or kind is str:
         return str(raw)
     return raw

@@ -101,10 +101,14 @@ class MLP(nn.Module):
         act = activation(self.activation)
         gain = jnp.sqrt(2.0)
         for width in self.hidden_sizes:
-            x = act(nn.Dense(width, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)(x))
+            x = act(
+                nn.Dense(width, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)(x)
+            )
         if self.out_dim is not None:
             x = nn.Dense(
-                self.out_dim, kernel_init=orthogonal(self.out_scale), bias_init=nn.initializers.zeros
+                self.out_dim,
+                kernel_init=orthogonal(self.out_scale),
+                bias_init=nn.initializers.zeros,
             )(x)
         return x
 

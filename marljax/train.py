@@ -144,7 +144,9 @@ def make_train(
             key, key_act, key_env = jax.random.split(rs.key, 3)
             ts = rs.timestep
             observation = Observation(ts.obs, ts.action_mask, ts.global_state, rs.episode_start)
-            actions, carry, info = agent.act(rs.agent_state, rs.carry, observation, key_act, hparams)
+            actions, carry, info = agent.act(
+                rs.agent_state, rs.carry, observation, key_act, hparams
+            )
             env_state, ts_next = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))(
                 jax.random.split(key_env, E), rs.env_state, actions, env_params
             )
@@ -161,7 +163,11 @@ def make_train(
                 ts_next.extras["episode_length"],
             )
             rs = rs.replace(
-                env_state=env_state, timestep=ts_next, episode_start=ts_next.done, carry=carry, key=key
+                env_state=env_state,
+                timestep=ts_next,
+                episode_start=ts_next.done,
+                carry=carry,
+                key=key,
             )
             return rs, step_out
 
@@ -178,7 +184,9 @@ def make_train(
             next_obs=next_obs,
             next_global_state=next_gs,
             policy_info=info,
-            last_observation=Observation(ts.obs, ts.action_mask, ts.global_state, state.episode_start),
+            last_observation=Observation(
+                ts.obs, ts.action_mask, ts.global_state, state.episode_start
+            ),
             initial_carry=initial_carry,
         )
         key, key_update = jax.random.split(state.key)

@@ -26,8 +26,15 @@ class TargetEnv(Environment):
 
     def _ts(self, reward, done):
         obs = jnp.ones((self.num_agents, 1), jnp.float32)
-        return TimeStep(obs, reward, done, jnp.array(False), jnp.zeros((self.num_agents, 0), bool),
-                        obs.reshape(-1), {})
+        return TimeStep(
+            obs,
+            reward,
+            done,
+            jnp.array(False),
+            jnp.zeros((self.num_agents, 0), bool),
+            obs.reshape(-1),
+            {},
+        )
 
     def reset(self, key, params):
         return jnp.int32(0), self._ts(jnp.zeros((self.num_agents,)), jnp.array(False))

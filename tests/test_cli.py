@@ -16,9 +16,23 @@ from marljax.experiment import Experiment, run_experiment
 from marljax.train import TrainConfig
 
 SMALL_ARGS = [
-    "--env", "matrix/penalty_k0-v0", "--seeds", "2", "--steps", str(4 * 4 * 6),
-    "--set", "num_envs=4", "--set", "rollout_len=4", "--set", "hidden_sizes=16",
-    "--set", "num_minibatches=2", "--set", "chunk_updates=2", "--no-progress",
+    "--env",
+    "matrix/penalty_k0-v0",
+    "--seeds",
+    "2",
+    "--steps",
+    str(4 * 4 * 6),
+    "--set",
+    "num_envs=4",
+    "--set",
+    "rollout_len=4",
+    "--set",
+    "hidden_sizes=16",
+    "--set",
+    "num_minibatches=2",
+    "--set",
+    "chunk_updates=2",
+    "--no-progress",
 ]
 
 
@@ -38,7 +52,13 @@ def finished_run(tmp_path_factory):
 
 def test_train_writes_a_complete_run_directory(finished_run):
     files = set(os.listdir(finished_run))
-    assert {"config.json", "metrics.json", "metrics.npz", "learning_curve.png", "checkpoints"} <= files
+    assert {
+        "config.json",
+        "metrics.json",
+        "metrics.npz",
+        "learning_curve.png",
+        "checkpoints",
+    } <= files
     config = json.loads((finished_run / "config.json").read_text())
     assert config["experiment"]["env"] == "matrix/penalty_k0-v0"
     assert config["resolved"]["seeds"] == [0, 1]
@@ -68,7 +88,9 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, finished_run):
 
 
 def test_resume_with_changed_config_is_refused_and_nothing_is_lost(finished_run, capsys):
-    before = {p: (finished_run / p).read_bytes() for p in ("config.json", "metrics.json", "metrics.npz")}
+    before = {
+        p: (finished_run / p).read_bytes() for p in ("config.json", "metrics.json", "metrics.npz")
+    }
     ckpts = sorted(os.listdir(finished_run / "checkpoints"))
     args = [a if a != "hidden_sizes=16" else "hidden_sizes=32" for a in SMALL_ARGS]
     code, _, err = run_cli(["train", *args, "--resume", str(finished_run)], capsys)
@@ -128,7 +150,10 @@ def test_no_arguments_gives_the_documented_default_experiment():
 
 
 def test_grid_sweep_through_the_cli(tmp_path, capsys):
-    code, out, err = run_cli(["train", *SMALL_ARGS, "--grid", "lr=1e-3,3e-3", "--out", str(tmp_path), "--name", "g"], capsys)
+    code, out, err = run_cli(
+        ["train", *SMALL_ARGS, "--grid", "lr=1e-3,3e-3", "--out", str(tmp_path), "--name", "g"],
+        capsys,
+    )
     assert code == 0, err
     assert "lr=0.001" in out and "lr=0.003" in out
     data = json.loads((tmp_path / "g" / "metrics.json").read_text())

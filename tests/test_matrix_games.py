@@ -1,6 +1,5 @@
 """Matrix and repeated games: payoff catalogue, MatrixGame, two-step game, strategies, co-players."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

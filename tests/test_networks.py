@@ -60,7 +60,9 @@ def test_masked_categorical_gives_zero_probability_to_illegal_actions():
     samples = dist.sample(seed=jax.random.PRNGKey(0), sample_shape=(500,))
     assert not bool((samples == 0).any())
     assert np.isfinite(float(dist.entropy()[0]))
-    np.testing.assert_allclose(np.exp(dist.log_prob(jnp.array([2]))), np.exp(1) / (1 + np.exp(1)), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.exp(dist.log_prob(jnp.array([2]))), np.exp(1) / (1 + np.exp(1)), rtol=1e-5
+    )
 
 
 def test_tanh_gaussian_log_prob_matches_change_of_variables():

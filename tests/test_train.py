@@ -40,12 +40,21 @@ def test_two_seeds_differ_and_same_seed_repeats(climbing, seeds_train):
     # Initial parameters and first actions.
     init = jax.jit(jax.vmap(climbing.init, in_axes=(0, None)))(keys, hp)
     leaves = jax.tree.leaves(init.agent_state.actor_params)
-    assert any(not np.array_equal(x[0], x[1]) for x in leaves), "two seeds gave the same initial parameters"
+    assert any(not np.array_equal(x[0], x[1]) for x in leaves), (
+        "two seeds gave the same initial parameters"
+    )
     assert all(np.array_equal(x[0], x[2]) for x in leaves)
-    obs = jax.vmap(lambda s: climbing.agent.act(
-        s.agent_state, s.carry,
-        marljax.agents.Observation(s.timestep.obs, s.timestep.action_mask, s.timestep.global_state, s.episode_start),
-        s.key, hp)[0])(init)
+    obs = jax.vmap(
+        lambda s: climbing.agent.act(
+            s.agent_state,
+            s.carry,
+            marljax.agents.Observation(
+                s.timestep.obs, s.timestep.action_mask, s.timestep.global_state, s.episode_start
+            ),
+            s.key,
+            hp,
+        )[0]
+    )(init)
     assert not np.array_equal(obs[0], obs[1]), "two seeds gave the same first actions"
     assert np.array_equal(obs[0], obs[2])
     # Whole runs: seed 0 twice is bit-identical, seed 1 differs.
@@ -53,7 +62,10 @@ def test_two_seeds_differ_and_same_seed_repeats(climbing, seeds_train):
     for k, v in metrics.items():
         np.testing.assert_array_equal(v[0], v[2], err_msg=f"metric {k} differs for the same seed")
     assert not np.array_equal(metrics["policy_loss"][0], metrics["policy_loss"][1])
-    assert tree_equal(jax.tree.map(lambda x: x[0], state.agent_state), jax.tree.map(lambda x: x[2], state.agent_state))
+    assert tree_equal(
+        jax.tree.map(lambda x: x[0], state.agent_state),
+        jax.tree.map(lambda x: x[2], state.agent_state),
+    )
 
 
 def test_same_seed_same_metrics_across_calls(seeds_train):
@@ -135,7 +147,9 @@ def test_progress_callback_reports_every_update_and_changes_nothing(climbing, se
     seen = []
     keys = jax.vmap(jax.random.PRNGKey)(jnp.array([0, 1]))
     with progress_callback(lambda i, r: seen.append(i)):
-        _, m_progress = jax.block_until_ready(jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams()))
+        _, m_progress = jax.block_until_ready(
+            jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams())
+        )
     assert sorted(set(seen)) == list(range(1, config.num_updates + 1))
     _, m_plain = seeds_train(keys, PPOHParams())
     assert tree_equal(m_progress, m_plain), "the progress callback changed the results"
@@ -157,21 +171,34 @@ def test_checkpoint_from_other_config_is_refused(tmp_path, climbing):
 
 @pytest.mark.parametrize(
     "mode,critic,recurrent",
-    [("shared", "local", False), ("shared_id", "global", True), ("independent", "global", False),
-     ("independent", "local", True)],
+    [
+        ("shared", "local", False),
+        ("shared_id", "global", True),
+        ("independent", "global", False),
+        ("independent", "local", True),
+    ],
 )
 def test_parameter_modes_and_recurrence_run(mode, critic, recurrent):
     env = CountingEnv(num_agents=3)
     params = env.default_params()
-    agent = make_ppo(PPOConfig(critic_input=critic, parameter_mode=mode, recurrent=recurrent,
-                               gru_size=8, **SMALL), env, params)
+    agent = make_ppo(
+        PPOConfig(
+            critic_input=critic, parameter_mode=mode, recurrent=recurrent, gru_size=8, **SMALL
+        ),
+        env,
+        params,
+    )
     trainer = make_train(TINY_RUN, env, agent, params)
     state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0), PPOHParams())
     actor = state.agent_state.actor_params
     leaves = jax.tree.leaves(actor)
     if mode == "independent":
-        assert all(x.shape[0] == 3 for x in leaves), "independent parameters need a leading agent axis"
-        assert any(not np.array_equal(x[0], x[1]) for x in leaves), "agents' parameters are identical"
+        assert all(x.shape[0] == 3 for x in leaves), (
+            "independent parameters need a leading agent axis"
+        )
+        assert any(not np.array_equal(x[0], x[1]) for x in leaves), (
+            "agents' parameters are identical"
+        )
     assert np.isfinite(metrics["policy_loss"]).all() and np.isfinite(metrics["value_loss"]).all()
 
 
@@ -186,8 +213,9 @@ def test_masked_actions_never_sampled():
     mask = ts.action_mask
     assert not bool(mask[:, 0, 2].any()), "test premise: action 2 is masked for agent 0"
     obs = marljax.agents.Observation(ts.obs, mask, ts.global_state, state.episode_start)
-    acts = jax.jit(jax.vmap(lambda k: agent.act(state.agent_state, state.carry, obs, k, PPOHParams())[0]))(
-        jax.random.split(jax.random.PRNGKey(1), 256))
+    acts = jax.jit(
+        jax.vmap(lambda k: agent.act(state.agent_state, state.carry, obs, k, PPOHParams())[0])
+    )(jax.random.split(jax.random.PRNGKey(1), 256))
     assert not bool((acts[:, :, 0] == 2).any())
     assert bool((acts[:, :, 1] == 2).any()), "the unmasked agent should sometimes pick action 2"
 
@@ -200,10 +228,16 @@ def test_continuous_actions_learn_a_target():
     params = env.default_params()
     for squash in (False, True):
         agent = make_ppo(PPOConfig(critic_input="local", tanh_squash=squash, **SMALL), env, params)
-        trainer = make_train(TrainConfig(num_envs=32, rollout_len=1, total_env_steps=32 * 60), env, agent, params)
-        _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0), PPOHParams(lr=1e-2, ent_coef=0.0))
+        trainer = make_train(
+            TrainConfig(num_envs=32, rollout_len=1, total_env_steps=32 * 60), env, agent, params
+        )
+        _, metrics = jax.jit(trainer.train)(
+            jax.random.PRNGKey(0), PPOHParams(lr=1e-2, ent_coef=0.0)
+        )
         r = np.asarray(metrics["episode_return"])
-        assert r[-5:].mean() > r[:5].mean() + 0.05, f"no improvement (squash={squash}): {r[:5]} -> {r[-5:]}"
+        assert r[-5:].mean() > r[:5].mean() + 0.05, (
+            f"no improvement (squash={squash}): {r[:5]} -> {r[-5:]}"
+        )
 
 
 # ------------------------------------------------------------------------------ learning
@@ -212,8 +246,12 @@ def test_continuous_actions_learn_a_target():
 def test_mappo_finds_the_optimal_joint_action_in_a_coordination_game():
     """Penalty game k=0 (Claus & Boutilier 1998): optimum 10 at (0, 2) or (2, 0)."""
     env, params = marljax.make("matrix/penalty_k0-v0")
-    agent = make_ppo(PPOConfig(critic_input="global", hidden_sizes=(32,), num_minibatches=2), env, params)
-    trainer = make_train(TrainConfig(num_envs=16, rollout_len=4, total_env_steps=16 * 4 * 60), env, agent, params)
+    agent = make_ppo(
+        PPOConfig(critic_input="global", hidden_sizes=(32,), num_minibatches=2), env, params
+    )
+    trainer = make_train(
+        TrainConfig(num_envs=16, rollout_len=4, total_env_steps=16 * 4 * 60), env, agent, params
+    )
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(2))
     state, metrics = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams(lr=3e-3))
     final = np.asarray(metrics["episode_return"])[:, -5:].mean(axis=1)
@@ -224,23 +262,35 @@ def test_mappo_finds_the_optimal_joint_action_in_a_coordination_game():
         acts = _sample_actions(trainer, st, 200)  # [200, E, A]
         pay = np.asarray(params.payoffs)[0]
         rewards = pay[acts[..., 0], acts[..., 1]]
-        assert (rewards == 10).mean() > 0.95, f"seed {seed}: optimal joint action in {(rewards == 10).mean():.2f}"
+        assert (rewards == 10).mean() > 0.95, (
+            f"seed {seed}: optimal joint action in {(rewards == 10).mean():.2f}"
+        )
 
 
 def _sample_actions(trainer, st, n):
     ts = st.timestep
     obs = marljax.agents.Observation(ts.obs, ts.action_mask, ts.global_state, st.episode_start)
-    sample = jax.jit(jax.vmap(lambda k: trainer.agent.act(st.agent_state, st.carry, obs, k, PPOHParams())[0]))
+    sample = jax.jit(
+        jax.vmap(lambda k: trainer.agent.act(st.agent_state, st.carry, obs, k, PPOHParams())[0])
+    )
     return np.asarray(sample(jax.random.split(jax.random.PRNGKey(123), n)))
 
 
 def test_ippo_best_responds_to_tit_for_tat():
     """Repeated PD (10 rounds) vs tit-for-tat: cooperating every round (30) beats defecting (14)."""
     env, params = marljax.make("matrix/ipd_tft-v0", num_rounds=10)
-    agent = make_ppo(PPOConfig(critic_input="local", hidden_sizes=(32,), num_minibatches=2), env, params)
-    trainer = make_train(TrainConfig(num_envs=16, rollout_len=10, total_env_steps=16 * 10 * 60), env, agent, params)
+    agent = make_ppo(
+        PPOConfig(critic_input="local", hidden_sizes=(32,), num_minibatches=2), env, params
+    )
+    trainer = make_train(
+        TrainConfig(num_envs=16, rollout_len=10, total_env_steps=16 * 10 * 60), env, agent, params
+    )
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(2))
     _, metrics = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams(lr=3e-3))
     r = np.asarray(metrics["episode_return"])
-    assert (r[:, :3].mean(axis=1) < 27).all(), "premise: the initial policy is not already cooperative"
-    assert (r[:, -5:].mean(axis=1) > 29.0).all(), f"IPPO did not learn to cooperate with TFT: {r[:, -5:]}"
+    assert (r[:, :3].mean(axis=1) < 27).all(), (
+        "premise: the initial policy is not already cooperative"
+    )
+    assert (r[:, -5:].mean(axis=1) > 29.0).all(), (
+        f"IPPO did not learn to cooperate with TFT: {r[:, -5:]}"
+    )

@@ -25,11 +25,19 @@ class AlgoSpec:
 
 ALGORITHMS: dict[str, AlgoSpec] = {
     "ippo": AlgoSpec(
-        "ippo", PPOConfig, PPOHParams, make_ppo, {"critic_input": "local"},
+        "ippo",
+        PPOConfig,
+        PPOHParams,
+        make_ppo,
+        {"critic_input": "local"},
         "Independent PPO: decentralised actors, critic on each agent's observation.",
     ),
     "mappo": AlgoSpec(
-        "mappo", PPOConfig, PPOHParams, make_ppo, {"critic_input": "global"},
+        "mappo",
+        PPOConfig,
+        PPOHParams,
+        make_ppo,
+        {"critic_input": "global"},
         "Multi-agent PPO: decentralised actors, centralised critic on the global state.",
     ),
 }
@@ -40,7 +48,9 @@ def algo_spec(name: str) -> AlgoSpec:
     if name not in ALGORITHMS:
         close = difflib.get_close_matches(name, list(ALGORITHMS), n=3, cutoff=0.4)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise KeyError(f"Unknown algorithm {name!r}.{hint} Available: {', '.join(sorted(ALGORITHMS))}.")
+        raise KeyError(
+            f"Unknown algorithm {name!r}.{hint} Available: {', '.join(sorted(ALGORITHMS))}."
+        )
     return ALGORITHMS[name]
 
 

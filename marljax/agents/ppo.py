@@ -77,7 +77,9 @@ class PPOConfig:
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
         if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
-            raise ValueError(f"PPOConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}")
+            raise ValueError(
+                f"PPOConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
+            )
 
 
 @struct.dataclass
@@ -168,7 +170,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
     critic_in = (obs_dim if config.critic_input == "local" else state_dim) + (A if add_id else 0)
     H = config.gru_size if config.recurrent else 0
 
-    actor_net = _Net(config.hidden_sizes, config.activation, act_dim, 0.01, config.recurrent, max(H, 1))
+    actor_net = _Net(
+        config.hidden_sizes, config.activation, act_dim, 0.01, config.recurrent, max(H, 1)
+    )
     critic_net = _Net(config.hidden_sizes, config.activation, 1, 1.0, config.recurrent, max(H, 1))
     if not discrete:
         low = jnp.broadcast_to(jnp.asarray(act_space.low, jnp.float32), act_space.shape)
@@ -189,8 +193,15 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         """-> `[..., A, critic_in]` (global state is broadcast to every agent)."""
         if config.critic_input == "local":
             return actor_inputs(obs)
-        gs = global_state.reshape(*global_state.shape[: global_state.ndim - len(env.global_state_space(env_params).shape)], -1)
-        x = jnp.broadcast_to(gs[..., None, :], (*gs.shape[:-1], A, gs.shape[-1])).astype(jnp.float32)
+        gs = global_state.reshape(
+            *global_state.shape[
+                : global_state.ndim - len(env.global_state_space(env_params).shape)
+            ],
+            -1,
+        )
+        x = jnp.broadcast_to(gs[..., None, :], (*gs.shape[:-1], A, gs.shape[-1])).astype(
+            jnp.float32
+        )
         if add_id:
             x = jnp.concatenate([x, jnp.broadcast_to(eye, (*x.shape[:-1], A))], axis=-1)
         return x
@@ -205,7 +216,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             )
             return carry, out
         T, B = xs.shape[:2]
-        c, out = net.apply(params, carry.reshape(B * A, -1), xs.reshape(T, B * A, -1), resets_a.reshape(T, B * A))
+        c, out = net.apply(
+            params, carry.reshape(B * A, -1), xs.reshape(T, B * A, -1), resets_a.reshape(T, B * A)
+        )
         return c.reshape(B, A, -1), out.reshape(T, B, A, -1)
 
     def distribution(actor_out: Array, mask: Array, log_std: Array):
@@ -244,7 +257,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
     def actor_log_std(actor_params):
         if discrete:
             return jnp.zeros(())
-        return actor_params["log_std"]  # [D] shared or [A, D] independent: broadcasts over [..., A, D]
+        return actor_params[
+            "log_std"
+        ]  # [D] shared or [A, D] independent: broadcasts over [..., A, D]
 
     def make_optimizer(hp: PPOHParams) -> optax.GradientTransformation:
         # Built inside traced code from traced hparams; its state structure never depends on them.
@@ -282,7 +297,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         del hparams
         x = actor_inputs(observation.obs)[None]  # [1, E, A, D]
         resets = observation.reset[None]
-        a_carry, out = apply_agents(actor_net, actor_net_params(state.actor_params), carry.actor, x, resets)
+        a_carry, out = apply_agents(
+            actor_net, actor_net_params(state.actor_params), carry.actor, x, resets
+        )
         dist = distribution(out[0], observation.action_mask, actor_log_std(state.actor_params))
         if discrete:
             raw = dist.sample(seed=key)
@@ -294,7 +311,11 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             log_prob = dist.log_prob(raw)
         cx = critic_inputs(observation.obs, observation.global_state)[None]
         c_carry, v = apply_agents(critic_net, state.critic_params, carry.critic, cx, resets)
-        info = {"log_prob": log_prob, "value": value_scale(state, v[0, ..., 0]), "critic_carry": c_carry}
+        info = {
+            "log_prob": log_prob,
+            "value": value_scale(state, v[0, ..., 0]),
+            "critic_carry": c_carry,
+        }
         return to_env_action(raw), PPOCarry(a_carry, c_carry), info
 
     # ---------------------------------------------------------------- update
@@ -317,7 +338,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         done = jnp.logical_or(traj.terminated, traj.truncated)[..., None].astype(jnp.float32)
         discount = hp.gamma * (1.0 - terminated) * jnp.ones_like(traj.reward)
         done = done * jnp.ones_like(traj.reward)
-        advantages, returns = losses.gae(traj.reward, info["value"], v_next, discount, done, hp.gae_lambda)
+        advantages, returns = losses.gae(
+            traj.reward, info["value"], v_next, discount, done, hp.gae_lambda
+        )
         advantages = jax.lax.stop_gradient(advantages)
         returns = jax.lax.stop_gradient(returns)
         value_norm = state.value_norm
@@ -346,7 +369,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
 
         def loss_fn(params, mb, mb_carry):
             actor_p, critic_p = params
-            _, out = apply_agents(actor_net, actor_net_params(actor_p), mb_carry.actor, mb["x_actor"], mb["resets"])
+            _, out = apply_agents(
+                actor_net, actor_net_params(actor_p), mb_carry.actor, mb["x_actor"], mb["resets"]
+            )
             dist = distribution(out, mb["mask"], actor_log_std(actor_p))
             log_prob = dist.log_prob(mb["actions"])
             entropy = losses.masked_mean(dist.entropy())
@@ -375,19 +400,26 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             if config.recurrent:
                 # Keep whole sequences; shuffle environments.
                 perm = jax.random.permutation(key, E)
+
                 def split(x):
                     x = jnp.take(x, perm, axis=1)
                     return jnp.swapaxes(x.reshape(T, num_mb, E // num_mb, *x.shape[2:]), 0, 1)
+
                 def split_c(c):
                     c = jnp.take(c, perm, axis=0)
                     return c.reshape(num_mb, E // num_mb, *c.shape[1:])
+
                 return jax.tree.map(split, batch), jax.tree.map(split_c, carry0)
             n = T * E
             perm = jax.random.permutation(key, n)
+
             def split(x):
                 x = x.reshape(n, *x.shape[2:])[perm]
                 return x.reshape(num_mb, 1, n // num_mb, *x.shape[1:])
-            zero = PPOCarry(jnp.zeros((num_mb, n // num_mb, A, 1)), jnp.zeros((num_mb, n // num_mb, A, 1)))
+
+            zero = PPOCarry(
+                jnp.zeros((num_mb, n // num_mb, A, 1)), jnp.zeros((num_mb, n // num_mb, A, 1))
+            )
             return jax.tree.map(split, batch), zero
 
         def epoch(carry, key):
@@ -397,13 +429,17 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             def mb_step(carry, inputs):
                 params, opt_state = carry
                 mb, mb_carry = inputs
-                (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb, mb_carry)
+                (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+                    params, mb, mb_carry
+                )
                 updates, opt_state = tx.update(grads, opt_state, params)
                 params = optax.apply_updates(params, updates)
                 metrics["grad_norm"] = optax.global_norm(grads)
                 return (params, opt_state), metrics
 
-            (params, opt_state), metrics = jax.lax.scan(mb_step, (params, opt_state), (mbs, mb_carries))
+            (params, opt_state), metrics = jax.lax.scan(
+                mb_step, (params, opt_state), (mbs, mb_carries)
+            )
             return (params, opt_state), metrics
 
         params = (state.actor_params, state.critic_params)

@@ -56,7 +56,9 @@ def register(
         raise ValueError(f"env id {env_id!r} must look like 'family/name-v0'")
     if env_id in _REGISTRY:
         raise ValueError(f"env id {env_id!r} is already registered")
-    _REGISTRY[env_id] = EnvSpec(env_id, entry_point, dict(kwargs or {}), dict(params or {}), description)
+    _REGISTRY[env_id] = EnvSpec(
+        env_id, entry_point, dict(kwargs or {}), dict(params or {}), description
+    )
 
 
 def registered_envs() -> list[str]:
@@ -125,7 +127,9 @@ def make(env_id: str, debug: bool = False, **overrides: Any) -> tuple[Environmen
         msgs = []
         for k in unknown:
             close = difflib.get_close_matches(k, valid, n=3, cutoff=0.5)
-            msgs.append(f"{k!r}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))
+            msgs.append(
+                f"{k!r}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+            )
         raise TypeError(
             f"Unknown option(s) for {env_id}: {', '.join(msgs)}. Valid options: {', '.join(valid)}."
         )

@@ -123,8 +123,9 @@ class Box(Space):
         high = jnp.broadcast_to(jnp.asarray(self.high, jnp.float32), self.shape)
         finite = jnp.isfinite(low) & jnp.isfinite(high)
         k_u, k_n = jax.random.split(key)
-        uni = jax.random.uniform(k_u, self.shape, minval=jnp.where(finite, low, 0.0),
-                                 maxval=jnp.where(finite, high, 1.0))
+        uni = jax.random.uniform(
+            k_u, self.shape, minval=jnp.where(finite, low, 0.0), maxval=jnp.where(finite, high, 1.0)
+        )
         nrm = jnp.clip(jax.random.normal(k_n, self.shape), low, high)
         return jnp.where(finite, uni, nrm).astype(self.dtype)
 

@@ -230,13 +230,18 @@ def _raise_invalid(actions, in_space, allowed) -> None:
     actions, in_space, allowed = map(np.asarray, (actions, in_space, allowed))
     if in_space.ndim > 1:  # called under vmap: leading batch axes
         actions = actions.reshape((-1,) + actions.shape[in_space.ndim - 1 :])
-        in_space, allowed = in_space.reshape(-1, in_space.shape[-1]), allowed.reshape(-1, allowed.shape[-1])
+        in_space, allowed = (
+            in_space.reshape(-1, in_space.shape[-1]),
+            allowed.reshape(-1, allowed.shape[-1]),
+        )
         for b in range(in_space.shape[0]):
             _raise_invalid(actions[b], in_space[b], allowed[b])
         return
     for i in range(in_space.shape[0]):
         if not in_space[i]:
-            raise InvalidActionError(f"agent {i}: action {actions[i].tolist()} is outside the action space")
+            raise InvalidActionError(
+                f"agent {i}: action {actions[i].tolist()} is outside the action space"
+            )
         if not allowed[i]:
             raise InvalidActionError(f"agent {i}: action {actions[i].tolist()} is masked (illegal)")
 
