@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
+    sub.add_parser(
+        "bench",
+        help="run the side-by-side benchmarks of bench/ (source checkout only)",
+        description="Runs bench/run_all.py of the source checkout; extra arguments are passed on "
+        "(e.g. --quick, --cases NAME, --markdown PATH, --json PATH).",
+    )
+
     envs = sub.add_parser("envs", help="list registered environments")
     envs.add_argument(
         "--options", metavar="ENV_ID", default=None, help="show the options of one env"
@@ -233,9 +240,26 @@ def cmd_envs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = os.path.join(root, "bench", "run_all.py")
+    if not os.path.exists(script):
+        raise FileNotFoundError(
+            "The benchmarks live in the bench/ folder of a source checkout "
+            "(install with `pip install -e .` from a clone to use `marljax bench`)."
+        )
+    return subprocess.call([sys.executable, script, *args.bench_args])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.bench_args = extra
     if args.command is None:
         parser.print_help()
         return 0
@@ -244,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "envs":
             return cmd_envs(args)
+        if args.command == "bench":
+            return cmd_bench(args)
     except (
         cfg.ConfigError,
         KeyError,
