@@ -25,7 +25,7 @@ from flax import struct
 
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core.types import Environment, EnvParams, TimeStep
-from marljax.core.wrappers import wrap_for_training
+from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
 
 Array = jax.Array
 
@@ -85,9 +85,10 @@ class Trainer(NamedTuple):
         static (jit with `static_argnums=3`). Metrics are `[num_updates]` arrays.
       train: `train(key, hparams, env_params=None) -> (state, metrics)`, the fused whole run.
       config: the `TrainConfig`.
-      env: the wrapped training env (`EpisodeStats(AutoReset(env))`).
+      env: the core environment given to `make_train`.
       env_params: the default env params of this trainer.
       agent: the agent.
+      axis_names: named `vmap` axes the trainer expects around it (see `make_train`).
     """
 
     init: Callable[..., RunnerState]
@@ -97,6 +98,11 @@ class Trainer(NamedTuple):
     env: Environment
     env_params: EnvParams
     agent: Agent
+    axis_names: tuple[str, ...] = ()
+
+
+#: names of the vmap axes that `sweep` and `batched` put around a run.
+SWEEP_AXES = ("hparams", "seeds")
 
 
 def make_train(
@@ -104,6 +110,7 @@ def make_train(
     env: Environment,
     agent: Agent,
     env_params: EnvParams | None = None,
+    axis_names: tuple[str, ...] = (),
 ) -> Trainer:
     """Build the pure training functions for `agent` on `env`.
 
@@ -112,12 +119,16 @@ def make_train(
       env: a core environment (it is wrapped with episode statistics and auto-reset here).
       agent: an `Agent` built for this env.
       env_params: default env params (may be overridden per call, e.g. to sweep a game family).
+      axis_names: names of the `vmap` axes the run will be mapped over (`sweep` and `batched`
+        set them). The environments auto-reset only on steps where an episode ended in SOME run
+        of the whole batch; naming the axes keeps that a real branch under `vmap`. Without
+        names, a user's own `vmap(train)` is still correct, it just pays for a reset each step.
 
     Returns:
       A `Trainer`.
     """
     agent.check_batch(config.num_envs, config.rollout_len)
-    wrapped = wrap_for_training(env)
+    vec_env = BatchedAutoReset(EpisodeStats(env), axis_names)
     default_params = env.default_params() if env_params is None else env_params
     E, T = config.num_envs, config.rollout_len
     total_updates = config.num_updates
@@ -126,9 +137,7 @@ def make_train(
         env_params = default_params if env_params is None else env_params
         key_agent, key_env, key_run = jax.random.split(key, 3)
         agent_state = agent.init(key_agent, hparams)
-        env_state, ts = jax.vmap(wrapped.reset, in_axes=(0, None))(
-            jax.random.split(key_env, E), env_params
-        )
+        env_state, ts = vec_env.reset(jax.random.split(key_env, E), env_params)
         return RunnerState(
             agent_state=agent_state,
             env_state=env_state,
@@ -147,7 +156,7 @@ def make_train(
             actions, carry, info = agent.act(
                 rs.agent_state, rs.carry, observation, key_act, hparams
             )
-            env_state, ts_next = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))(
+            env_state, ts_next = vec_env.step(
                 jax.random.split(key_env, E), rs.env_state, actions, env_params
             )
             step_out = (
@@ -221,7 +230,7 @@ def make_train(
         state = init(key, hparams, env_params)
         return run(state, hparams, env_params, total_updates)
 
-    return Trainer(init, run, train, config, wrapped, default_params, agent)
+    return Trainer(init, run, train, config, env, default_params, agent, tuple(axis_names))
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -273,8 +282,20 @@ def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParam
     Returns:
       `(states, metrics)` with leading axes `[G, S]`.
     """
-    fn = jax.vmap(jax.vmap(trainer.train, in_axes=(0, None, None)), in_axes=(None, 0, None))
+    named = _with_sweep_axes(trainer)
+    fn = jax.vmap(
+        jax.vmap(named.train, in_axes=(0, None, None), axis_name=SWEEP_AXES[1]),
+        in_axes=(None, 0, None),
+        axis_name=SWEEP_AXES[0],
+    )
     return jax.jit(fn)(keys, hparams_grid, env_params)
+
+
+def _with_sweep_axes(trainer: Trainer) -> Trainer:
+    """The same trainer, built to run under `sweep`'s named (hparams, seeds) vmap axes."""
+    if trainer.axis_names == SWEEP_AXES:
+        return trainer
+    return make_train(trainer.config, trainer.env, trainer.agent, trainer.env_params, SWEEP_AXES)
 
 
 def batched(trainer: Trainer) -> tuple[Callable, Callable]:
@@ -284,13 +305,21 @@ def batched(trainer: Trainer) -> tuple[Callable, Callable]:
       `(init, run)` with `init(keys [S], hparams [G], env_params) -> state [G, S]` and
       `run(state [G, S], hparams [G], env_params, num_updates) -> (state, metrics [G, S, U])`.
     """
+    named = _with_sweep_axes(trainer)
+    h_ax, s_ax = SWEEP_AXES
     init = jax.jit(
-        jax.vmap(jax.vmap(trainer.init, in_axes=(0, None, None)), in_axes=(None, 0, None))
+        jax.vmap(
+            jax.vmap(named.init, in_axes=(0, None, None), axis_name=s_ax),
+            in_axes=(None, 0, None),
+            axis_name=h_ax,
+        )
     )
 
     def run(state, hparams, env_params, num_updates):
         f = jax.vmap(
-            jax.vmap(trainer.run, in_axes=(0, None, None, None)), in_axes=(0, 0, None, None)
+            jax.vmap(named.run, in_axes=(0, None, None, None), axis_name=s_ax),
+            in_axes=(0, 0, None, None),
+            axis_name=h_ax,
         )
         return f(state, hparams, env_params, num_updates)
 

@@ -254,12 +254,12 @@ def test_episode_stats_across_autoreset(counting, key):
     lengths = [int(t.extras["episode_length"]) for t in tss]
     done = [bool(t.done) for t in tss]
     assert done == [False, False, False, True, False, False, True, False]
-    # before the first episode ends: zeros; then the last finished episode's totals
+    # the finished episode's totals at the step it ends, zeros at every other step
     np.testing.assert_array_equal(
         returns,
-        [[0, 0], [0, 0], [0, 0], [2, 3], [2, 3], [2, 3], [2, 4], [2, 4]],
+        [[0, 0], [0, 0], [0, 0], [2, 3], [0, 0], [0, 0], [2, 4], [0, 0]],
     )
-    assert lengths == [0, 0, 0, 3, 3, 3, 3, 3]
+    assert lengths == [0, 0, 0, 3, 0, 0, 3, 0]
 
 
 def test_episode_stats_on_truncated_episodes(counting, key):

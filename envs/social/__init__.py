@@ -1,1 +1,174 @@
-"""Social dilemmas (work in progress; see the social-dilemmas issue)."""
+"""Social dilemmas: Coin Game, repeated public goods, mechanism wrappers, Cleanup and Harvest.
+
+Importing this package registers the `social/*` ids; build them with `marljax.make`::
+
+    env, params = marljax.make("social/coin_game-v0")                    # 2 players, 3x3 torus
+    env, params = marljax.make("social/coin_game-v0", egocentric=True, grid_size=5)
+    env, params = marljax.make("social/public_goods-v0", multiplier=2.0, num_agents=5)
+    env, params = marljax.make("social/public_goods_punishment-v0", punish_fine=2.0)
+
+Static options are the constructor arguments of the registered entry points below (shapes:
+`num_agents`, `grid_size`, `egocentric`, `num_levels`, ...); everything else (rewards, multiplier,
+endowment, punishment cost and fine, reputation decay, episode length) is a traced params field.
+Social metrics (efficiency, equality, sustainability, peace, cooperation and punishment rates)
+are in `marljax.evaluation.social`.
+"""
+
+from __future__ import annotations
+
+from marljax.core.registry import register
+from marljax.core.types import Environment
+from marljax.envs.matrix import MatrixGame
+from marljax.envs.matrix.payoffs import prisoners_dilemma, stag_hunt
+from marljax.envs.social import dilemma_grid  # noqa: F401  (registers Cleanup and Harvest)
+from marljax.envs.social.coin_game import (
+    ACTION_NAMES,
+    CoinGame,
+    CoinGameParams,
+    CoinGameState,
+    check_param,
+    validating_replace,
+)
+from marljax.envs.social.mechanisms import (
+    DirectPunishment,
+    MarkCooperation,
+    PartnerSelection,
+    PartnerSelectionState,
+    PunishmentState,
+    Reputation,
+    ReputationState,
+    ThirdPartyPunishment,
+    extend_params,
+)
+from marljax.envs.social.public_goods import (
+    PublicGoods,
+    PublicGoodsParams,
+    PublicGoodsState,
+    public_goods_payoff,
+)
+
+
+def make_public_goods_punishment(
+    num_agents: int = 4, continuous: bool = False, num_levels: int = 5
+) -> Environment:
+    """`DirectPunishment(PublicGoods(...))`: the public goods game with peer punishment."""
+    return DirectPunishment(PublicGoods(num_agents, continuous, num_levels))
+
+
+def make_public_goods_third_party(
+    num_agents: int = 3, num_observers: int = 1, num_levels: int = 5
+) -> Environment:
+    """`ThirdPartyPunishment(PublicGoods(...), num_observers)`: observers may punish players."""
+    return ThirdPartyPunishment(PublicGoods(num_agents, False, num_levels), num_observers)
+
+
+def make_public_goods_reputation(num_agents: int = 4, num_levels: int = 5) -> Environment:
+    """`Reputation(PublicGoods(...))`: contributions build a public reputation score."""
+    return Reputation(PublicGoods(num_agents, False, num_levels))
+
+
+def make_partner_selection(
+    game: str = "prisoners_dilemma", num_agents: int = 4, reputation: bool = False
+) -> Environment:
+    """Partner selection in a population playing a one-shot two-player dilemma.
+
+    Args:
+      game: `"prisoners_dilemma"` or `"stag_hunt"` (action 0 is the cooperative one).
+      num_agents: population size `A` (static).
+      reputation: also add public reputation scores (`Reputation`).
+    """
+    tables = {"prisoners_dilemma": prisoners_dilemma, "stag_hunt": stag_hunt}
+    if game not in tables:
+        raise ValueError(f"game must be one of {sorted(tables)}, got {game!r}")
+    env = PartnerSelection(MatrixGame(tables[game](), name=game), num_agents, num_rounds=20)
+    return Reputation(env) if reputation else env
+
+
+def make_repeated_stag_hunt() -> Environment:
+    """The repeated Stag Hunt with cooperation labels (`MarkCooperation`, stag = action 0).
+
+    10 rounds by default (`num_rounds` is a traced params field).
+    (Stag, stag) = 2 each is the payoff-dominant equilibrium, (hare, hare) = 1 each the
+    risk-dominant one (payoffs of `marljax.envs.matrix.payoffs.stag_hunt`).
+    """
+    return MarkCooperation(MatrixGame(stag_hunt(), num_rounds=10, name="stag_hunt"))
+
+
+def _register_all() -> None:
+    register(
+        "social/coin_game-v0",
+        CoinGame,
+        description="Coin Game, 2 players on a 3x3 torus (Lerer & Peysakhovich 2017; LOLA)",
+    )
+    register(
+        "social/public_goods-v0",
+        PublicGoods,
+        description="Repeated public goods game, 4 players, 5 contribution levels, r = 1.6",
+    )
+    register(
+        "social/public_goods_continuous-v0",
+        PublicGoods,
+        kwargs={"continuous": True},
+        description="Repeated public goods game, 4 players, continuous contributions",
+    )
+    register(
+        "social/public_goods_punishment-v0",
+        make_public_goods_punishment,
+        description="Repeated public goods game with direct (peer) punishment",
+    )
+    register(
+        "social/public_goods_third_party-v0",
+        make_public_goods_third_party,
+        description="Repeated public goods game, 3 players + 1 third-party punisher",
+    )
+    register(
+        "social/public_goods_reputation-v0",
+        make_public_goods_reputation,
+        description="Repeated public goods game with public reputation scores",
+    )
+    register(
+        "social/ipd_partner_selection-v0",
+        make_partner_selection,
+        description="Prisoner's Dilemma population (4) with partner selection, 20 rounds",
+    )
+    register(
+        "social/ipd_partner_reputation-v0",
+        make_partner_selection,
+        kwargs={"reputation": True},
+        description="Prisoner's Dilemma population with partner selection and reputation",
+    )
+    register(
+        "social/stag_hunt-v0",
+        make_repeated_stag_hunt,
+        description="Repeated Stag Hunt (10 rounds) with cooperation labels for social metrics",
+    )
+
+
+_register_all()
+
+__all__ = [
+    "ACTION_NAMES",
+    "CoinGame",
+    "CoinGameParams",
+    "CoinGameState",
+    "DirectPunishment",
+    "MarkCooperation",
+    "PartnerSelection",
+    "PartnerSelectionState",
+    "PublicGoods",
+    "PublicGoodsParams",
+    "PublicGoodsState",
+    "PunishmentState",
+    "Reputation",
+    "ReputationState",
+    "ThirdPartyPunishment",
+    "check_param",
+    "extend_params",
+    "make_partner_selection",
+    "make_public_goods_punishment",
+    "make_public_goods_reputation",
+    "make_public_goods_third_party",
+    "make_repeated_stag_hunt",
+    "public_goods_payoff",
+    "validating_replace",
+]

@@ -5,6 +5,7 @@ from marljax.core.registry import EnvSpec, make, register, registered_envs, spec
 from marljax.core.types import Environment, EnvParams, TimeStep, default_global_state
 from marljax.core.wrappers import (
     AutoReset,
+    BatchedAutoReset,
     EpisodeStats,
     InvalidActionError,
     ObsHistory,
@@ -15,6 +16,7 @@ from marljax.core.wrappers import (
 
 __all__ = [
     "AutoReset",
+    "BatchedAutoReset",
     "EnvParams",
     "EnvSpec",
     "Environment",

@@ -135,6 +135,7 @@ def make(env_id: str, debug: bool = False, **overrides: Any) -> tuple[Environmen
         )
     merged = {**s.params, **rest}
     params = params.replace(**{k: _as_leaf(params, k, v) for k, v in merged.items()})
+    env.validate_params(params)
     if debug:
         from marljax.core.wrappers import ValidateActions
 

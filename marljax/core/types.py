@@ -127,6 +127,15 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
         obs = self.observation_space(params)
         return spaces.Box(-jnp.inf, jnp.inf, (self.num_agents * obs.flat_dim,), jnp.float32)
 
+    def validate_params(self, params: ParamsT) -> None:
+        """Raise `ValueError` naming the field if `params` is impossible for this env.
+
+        Called by `marljax.make` after overrides are applied, before anything is compiled, so
+        impossible settings (e.g. an obstacle density that leaves no free cell) fail clearly.
+        Runs on the host with concrete values; the default accepts everything.
+        """
+        del params
+
     @property
     def agent_types(self) -> Array:
         """`[A]` int32 type of each agent (heterogeneous agents are padded to one shape)."""

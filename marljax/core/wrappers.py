@@ -3,7 +3,9 @@
 Every wrapper is itself an `Environment`: it keeps the inner env's `params`, wraps the inner
 state in its own `flax.struct` state, and may add keys to `timestep.extras`.
 
-The standard training stack is `EpisodeStats(AutoReset(env))` (see `wrap_for_training`);
+The standard per-environment stack is `EpisodeStats(AutoReset(env))` (see `wrap_for_training`);
+the runner uses the batch-level `BatchedAutoReset(EpisodeStats(env))`, which resets only on
+steps where some episode ended.
 history must be inside the auto-reset so that it restarts with each episode:
 `EpisodeStats(AutoReset(ObsHistory(env, k)))`.
 """
@@ -48,6 +50,9 @@ class Wrapper(Environment):
 
     def default_params(self) -> EnvParams:
         return self._env.default_params()
+
+    def validate_params(self, params) -> None:
+        self._env.validate_params(params)
 
     def reset(self, key, params):
         return self._env.reset(key, params)
@@ -109,32 +114,26 @@ class EpisodeStatsState:
     inner: Any
     episode_return: Array  # [A] running return of the current episode
     episode_length: Array  # [] steps so far in the current episode
-    last_return: Array  # [A] return of the most recently finished episode
-    last_length: Array  # [] length of the most recently finished episode
 
 
 class EpisodeStats(Wrapper):
     """Tracks undiscounted per-agent returns and episode lengths.
 
     Adds `extras["episode_return"]` (`[A]`) and `extras["episode_length"]` (`[]`): at a step where
-    `timestep.done` is true they are the finished episode's totals; otherwise those of the last
-    finished episode. Put it outside `AutoReset`.
+    `timestep.done` is true they are the finished episode's totals, and zeros at every other step
+    (so the values never depend on how, or whether, the env is reset afterwards). Put it outside
+    `AutoReset` (or inside `BatchedAutoReset`).
     """
 
     def reset(self, key, params):
         inner, ts = self._env.reset(key, params)
-        zeros_a = jnp.zeros((self.num_agents,), jnp.float32)
-        state = EpisodeStatsState(inner, zeros_a, jnp.int32(0), zeros_a, jnp.int32(0))
-        return state, self._add(ts, state)
+        state = EpisodeStatsState(inner, jnp.zeros((self.num_agents,), jnp.float32), jnp.int32(0))
+        return state, self._add(ts, jnp.zeros((self.num_agents,), jnp.float32), jnp.int32(0))
 
     @staticmethod
-    def _add(ts: TimeStep, state: EpisodeStatsState) -> TimeStep:
+    def _add(ts: TimeStep, episode_return: Array, episode_length: Array) -> TimeStep:
         return ts.replace(
-            extras={
-                **ts.extras,
-                "episode_return": state.last_return,
-                "episode_length": state.last_length,
-            }
+            extras={**ts.extras, "episode_return": episode_return, "episode_length": episode_length}
         )
 
     def step(self, key, state: EpisodeStatsState, actions, params):
@@ -146,10 +145,71 @@ class EpisodeStats(Wrapper):
             inner=inner,
             episode_return=jnp.where(done, 0.0, ret),
             episode_length=jnp.where(done, 0, length),
-            last_return=jnp.where(done, ret, state.last_return),
-            last_length=jnp.where(done, length, state.last_length),
         )
-        return new, self._add(ts, new)
+        return new, self._add(ts, jnp.where(done, ret, 0.0), jnp.where(done, length, 0))
+
+
+class BatchedAutoReset:
+    """Auto-reset for a batch of `E` environments that pays for resets only when an episode ends.
+
+    `AutoReset` decides per environment with a `lax.cond`, which `vmap` turns into a select: the
+    reset (e.g. generating a new map) then runs on EVERY step. This batch-level version steps all
+    `E` environments, then runs ONE `lax.cond` on "did any environment end?" and only then resets
+    and selects the ended ones. The predicate is also reduced over the named `vmap` axes in
+    `axis_names` (e.g. the seeds and hparams of a sweep, see `marljax.train.sweep`), so it stays a
+    real branch in a whole sweep. With synchronised fixed-length episodes (the common case) no
+    step but the last of an episode pays for a reset. Results are identical to `vmap(AutoReset)`.
+
+    Same conventions as `AutoReset`: after an ended episode, `obs`, `global_state` and
+    `action_mask` are the new episode's; the final ones are in `extras["final_obs"]` and
+    `extras["final_global_state"]`.
+
+    Args:
+      env: a per-environment `Environment` (wrappers such as `EpisodeStats` go inside).
+      axis_names: names of enclosing `vmap` axes to reduce the "any ended" predicate over.
+    """
+
+    def __init__(self, env: Environment, axis_names: tuple[str, ...] = ()):
+        self.env = env
+        self.num_agents = env.num_agents
+        self.axis_names = tuple(axis_names)
+
+    def reset(self, keys: Array, params: EnvParams) -> tuple[Any, TimeStep]:
+        """Reset `E = len(keys)` environments; leaves `[E, ...]`."""
+        states, ts = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
+        return states, AutoReset._add_final(ts, ts.obs, ts.global_state)
+
+    def step(self, keys: Array, states: Any, actions: Array, params: EnvParams):
+        """Step `E` environments with `actions [E, A, ...]`, resetting those whose episode ended."""
+        split = jax.vmap(jax.random.split)(keys)
+        key_step, key_reset = split[:, 0], split[:, 1]
+        states_st, ts_st = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))(
+            key_step, states, actions, params
+        )
+        done = ts_st.done  # [E]
+        any_done = jnp.any(done)
+        if self.axis_names:
+            any_done = jax.lax.psum(any_done.astype(jnp.int32), self.axis_names) > 0
+
+        def _select(new, old):
+            mask = done.reshape(done.shape + (1,) * (new.ndim - 1))
+            return jnp.where(mask, new, old)
+
+        def _reset(_):
+            states_re, ts_re = jax.vmap(self.env.reset, in_axes=(0, None))(key_reset, params)
+            fields = (ts_re.obs, ts_re.global_state, ts_re.action_mask)
+            return jax.tree.map(_select, (states_re, fields), (states_st, _fields(ts_st)))
+
+        def _keep(_):
+            return states_st, _fields(ts_st)
+
+        states_new, (obs, gs, mask) = jax.lax.cond(any_done, _reset, _keep, None)
+        ts = ts_st.replace(obs=obs, global_state=gs, action_mask=mask)
+        return states_new, AutoReset._add_final(ts, ts_st.obs, ts_st.global_state)
+
+
+def _fields(ts: TimeStep) -> tuple[Array, Array, Array]:
+    return ts.obs, ts.global_state, ts.action_mask
 
 
 @struct.dataclass
@@ -247,5 +307,9 @@ def _raise_invalid(actions, in_space, allowed) -> None:
 
 
 def wrap_for_training(env: Environment) -> Environment:
-    """The standard stack used by the runner: `EpisodeStats(AutoReset(env))`."""
+    """The standard per-environment stack: `EpisodeStats(AutoReset(env))`.
+
+    The runner uses the batch-level equivalent, `BatchedAutoReset(EpisodeStats(env))`, which
+    gives the same results without paying for a reset on every step.
+    """
     return EpisodeStats(AutoReset(env))

@@ -1,0 +1,697 @@
+"""Mechanism wrappers for social dilemmas: punishment, third-party punishment, partner selection,
+reputation, and cooperation labels for matrix-style games.
+
+Each wrapper is a pure `Environment` around a core env. Its traced constants (punishment cost and
+fine, reputation decay, ...) are added as fields of a params class derived from the inner env's
+params class, so `marljax.make(..., punish_fine=2.0)` and `vmap` over params work as for any env,
+and the inner env's fields stay where they were.
+
+Extended discrete actions are flat: an agent's action `a` in `Discrete(N * K)` is the pair
+`(a // K, a % K)` = (inner action, mechanism choice), and the action mask is the outer product of
+the inner mask and the mechanism's mask, so every agent in marljax (masked categorical policies)
+can learn both at once. Wrapped observations are flattened, with the mechanism's information
+appended. Punishment is decided on the same step as the inner action, from the previous step's
+observations (a one-step-delayed second stage).
+
+Reference for the mechanisms: "Investigating the Impact of Direct Punishment on the Emergence of
+Cooperation in Multi-Agent Reinforcement Learning Systems" (seed paper of this family);
+E. Fehr and S. Gaechter, "Cooperation and punishment in public goods experiments", AER 2000;
+E. Fehr and U. Fischbacher, "Third-party punishment and social norms", Evol. Hum. Behav. 2004;
+N. Anastassacos, S. Hailes and M. Musolesi, "Partner selection for the emergence of cooperation
+in multi-agent systems using reinforcement learning", AAAI 2020; M. A. Nowak and K. Sigmund,
+"Evolution of indirect reciprocity by image scoring", Nature 1998.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marljax.core import spaces
+from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
+from marljax.core.wrappers import Wrapper
+from marljax.envs.social.coin_game import check_param, validating_replace
+
+# ----------------------------------------------------------------------------- helpers
+
+_DERIVED: dict[tuple[type, str], type] = {}
+
+
+def extend_params(
+    inner_cls: type,
+    name: str,
+    fields: dict[str, Any],
+    check: Callable[[Any], None] | None = None,
+) -> type:
+    """A `flax.struct` params class deriving from `inner_cls` with extra traced fields.
+
+    The inner env reads its own fields from an instance of the derived class unchanged. The
+    class is created once per `(inner_cls, name)`, so jit caches keep hitting.
+
+    Args:
+      inner_cls: the inner env's params class.
+      name: the wrapper's name (the class is named `<name><inner_cls.__name__>`).
+      fields: new field name -> default value (must not exist in `inner_cls`).
+      check: validation of concrete values, run by `replace` (so overrides fail at `make` time)
+        after the inner class's own check.
+
+    Returns:
+      The derived params class.
+    """
+    key = (inner_cls, name)
+    if key in _DERIVED:
+        return _DERIVED[key]
+    existing = {f.name for f in dataclasses.fields(inner_cls)}
+    clash = sorted(existing & set(fields))
+    if clash:
+        raise ValueError(
+            f"{name} cannot wrap an env whose params ({inner_cls.__name__}) already have the "
+            f"field(s) {clash} (is the same mechanism applied twice?)"
+        )
+    namespace: dict[str, Any] = {"__annotations__": {k: type(v) for k, v in fields.items()}}
+    namespace.update(fields)
+    namespace["__doc__"] = f"{inner_cls.__name__} plus the traced fields of {name}: {list(fields)}."
+    cls = struct.dataclass(type(f"{name}{inner_cls.__name__}", (inner_cls,), namespace))
+    inner_check = getattr(inner_cls, "_param_check", None)
+
+    def full_check(params):
+        if inner_check is not None:
+            inner_check(params)
+        if check is not None:
+            check(params)
+
+    validating_replace(cls, full_check)
+    cls._param_check = full_check
+    _DERIVED[key] = cls
+    return cls
+
+
+def _derive(params: EnvParams, cls: type, values: dict[str, Any]) -> EnvParams:
+    """An instance of the derived class `cls` holding `params`' fields and `values`."""
+    inner = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+    return cls(**inner, **values)
+
+
+def _discrete_n(env: Environment, wrapper: str) -> int:
+    space = env.action_space(env.default_params())
+    if not isinstance(space, spaces.Discrete):
+        raise TypeError(
+            f"{wrapper} needs an env with a Discrete action space, got {space!r} from {env.name}"
+        )
+    return space.n
+
+
+def _flat(obs: Array, num_agents: int) -> Array:
+    return obs.reshape(num_agents, -1).astype(jnp.float32)
+
+
+def _bounds(space: spaces.Space, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """`[dim]` lower and upper bounds of a flattened Box (infinite for other spaces)."""
+    if isinstance(space, spaces.Box):
+        low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape).reshape(-1)
+        high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape).reshape(-1)
+        return low, high
+    return np.full((dim,), -np.inf, np.float32), np.full((dim,), np.inf, np.float32)
+
+
+def _box_plus(space: spaces.Space, extra: int, low: float = 0.0, high: float = 1.0) -> spaces.Box:
+    """A flat Box: `space` flattened, then `extra` entries in `[low, high]`."""
+    lo, hi = _bounds(space, space.flat_dim)
+    lo = np.concatenate([lo, np.full((extra,), low, np.float32)])
+    hi = np.concatenate([hi, np.full((extra,), high, np.float32)])
+    return spaces.Box(lo, hi, (space.flat_dim + extra,), jnp.float32)
+
+
+def _ego(num_agents: int) -> np.ndarray:
+    """`[A, A]` int: row `i` lists agents `i, i+1, ..., i-1` (egocentric order)."""
+    a = np.arange(num_agents)
+    return (a[:, None] + a[None, :]) % num_agents
+
+
+def _product_mask(inner_mask: Array, choice_mask: Array) -> Array:
+    """`[A, N]` x `[A, K]` -> `[A, N * K]` bool, action `a = n * K + k`."""
+    num_agents = inner_mask.shape[0]
+    return (inner_mask[:, :, None] & choice_mask[:, None, :]).reshape(num_agents, -1)
+
+
+def _nonneg(*names: str) -> Callable[[Any], None]:
+    def check(params):
+        for n in names:
+            check_param(params, n, lambda v: v >= 0, "must be >= 0")
+
+    return check
+
+
+# ----------------------------------------------------------------------------- punishment
+
+
+@struct.dataclass
+class PunishmentState:
+    """State of `DirectPunishment` and `ThirdPartyPunishment`."""
+
+    inner: Any  # the inner env's state
+    punished: Array  # [A] float32 punishments each agent received on the last step
+    punishing: Array  # [A] float32 punishments each agent gave on the last step
+
+
+class DirectPunishment(Wrapper):
+    """Direct (peer) punishment: pay `punish_cost` to lower another agent's reward by `punish_fine`.
+
+    Action: `Discrete(N * (A + 1))`, `a = inner_action * (A + 1) + target`; `target = j < A`
+    punishes agent `j`, `target = A` punishes nobody; punishing oneself is masked (and executed
+    as nobody). Rewards: `inner_reward_i - punish_cost * [i punished someone]
+    - punish_fine * (number of agents who punished i)`.
+
+    Observation (`[D + 2A]`, flat): the inner observation flattened, then the punishments each
+    agent received and gave on the previous step, in egocentric order (`i, i+1, ...`). Global
+    state: the inner one plus both vectors in agent order. Extras: the inner extras plus
+    `"punished"` `[A]` bool (received a punishment this step) and `"punishing"` `[A]` bool.
+
+    Params added: `punish_cost` (default 1.0) and `punish_fine` (default 3.0, the 1:3 ratio of
+    Fehr & Gaechter 2000), both `>= 0`.
+
+    Args:
+      env: an env with a `Discrete` action space (e.g. `PublicGoods`, `CoinGame`, `MatrixGame`).
+    """
+
+    def __init__(self, env: Environment):
+        super().__init__(env)
+        self.num_inner_actions = _discrete_n(env, "DirectPunishment")
+        self.num_choices = self.num_agents + 1
+        self._params_cls = extend_params(
+            type(env.default_params()),
+            "DirectPunishment",
+            {"punish_cost": 1.0, "punish_fine": 3.0},
+            _nonneg("punish_cost", "punish_fine"),
+        )
+        self._ego = _ego(self.num_agents)
+        choice = np.ones((self.num_agents, self.num_choices), bool)
+        choice[np.arange(self.num_agents), np.arange(self.num_agents)] = False
+        self._choice_mask = jnp.asarray(choice)
+
+    def default_params(self):
+        return _derive(self._env.default_params(), self._params_cls, {})
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        self._params_cls._param_check(params)
+
+    def decode(self, actions: Array) -> tuple[Array, Array]:
+        """`[A]` flat actions -> (`[A]` inner actions, `[A, A]` float punishment matrix `P[i, j]`)."""
+        A, K = self.num_agents, self.num_choices
+        actions = jnp.clip(
+            jnp.asarray(actions).astype(jnp.int32).reshape(A), 0, self.num_inner_actions * K - 1
+        )
+        target = actions % K
+        punish = jax.nn.one_hot(target, K)[:, :A] * (1.0 - jnp.eye(A))  # [A, A]
+        return actions // K, punish
+
+    def reset(self, key, params):
+        inner, ts = self._env.reset(key, params)
+        zeros = jnp.zeros((self.num_agents,), jnp.float32)
+        state = PunishmentState(inner, zeros, zeros)
+        return state, self._wrap(ts, state, ts.reward)
+
+    def step(self, key, state: PunishmentState, actions, params):
+        inner_actions, punish = self.decode(actions)
+        inner, ts = self._env.step(key, state.inner, inner_actions, params)
+        given, received = punish.sum(axis=1), punish.sum(axis=0)
+        reward = ts.reward - params.punish_cost * given - params.punish_fine * received
+        state = PunishmentState(inner, received, given)
+        return state, self._wrap(ts, state, reward.astype(jnp.float32))
+
+    def _wrap(self, ts: TimeStep, state: PunishmentState, reward: Array) -> TimeStep:
+        A = self.num_agents
+        # Entries divided by A - 1 (at most A - 1 punishers / targets) so they lie in [0, 1].
+        scale = 1.0 / max(A - 1, 1)
+        rec, giv = state.punished * scale, state.punishing * scale
+        obs = jnp.concatenate([_flat(ts.obs, A), rec[self._ego], giv[self._ego]], axis=-1)
+        gs = jnp.concatenate([ts.global_state.reshape(-1).astype(jnp.float32), rec, giv])
+        return ts.replace(
+            obs=obs,
+            reward=reward,
+            global_state=gs,
+            action_mask=_product_mask(ts.action_mask, self._choice_mask),
+            extras={**ts.extras, "punished": state.punished > 0, "punishing": state.punishing > 0},
+        )
+
+    def observation_space(self, params):
+        return _box_plus(self._env.observation_space(params), 2 * self.num_agents)
+
+    def global_state_space(self, params):
+        return _box_plus(self._env.global_state_space(params), 2 * self.num_agents)
+
+    def action_space(self, params):
+        return spaces.Discrete(self.num_inner_actions * self.num_choices)
+
+
+class ThirdPartyPunishment(Wrapper):
+    """Third-party punishment: observers who do not play may pay to punish the players.
+
+    The inner env's `A` agents are the *players*; `M = num_observers` *observers* are added as
+    agents `A .. A+M-1` (`agent_types` 1). Action: `Discrete(N * (A + 1))`,
+    `a = inner_action * (A + 1) + target`. Players choose an inner action and must choose
+    `target = A` (nobody: the other targets are masked); observers must choose inner action 0
+    (ignored) and any target: `j < A` punishes player `j`, `A` nobody. Rewards: a player gets
+    `inner_reward - punish_fine * (observers punishing it)`; an observer gets `-punish_cost` per
+    punishment (its own stake in the game is zero).
+
+    Observation (`[D + G + 1 + A]`, flat): the inner observation of a player (zeros for
+    observers), the inner global state for observers (zeros for players: they keep their
+    partial view), an observer flag, and the punishments each player received on the last step.
+    Global state: the inner global state plus those punishments. Extras: every inner extra whose
+    leading axis is `A` is padded to `A + M` with zeros/false for the observers; `"punished"`
+    (a player was punished this step) and `"punishing"` (an observer punished) are `[A + M]` bool.
+
+    Params added: `punish_cost` (default 1.0), `punish_fine` (default 3.0), both `>= 0`.
+
+    Args:
+      env: an env with a `Discrete` action space.
+      num_observers: number of third parties `M >= 1` (static).
+    """
+
+    def __init__(self, env: Environment, num_observers: int = 1):
+        super().__init__(env)
+        if int(num_observers) < 1:
+            raise ValueError(f"ThirdPartyPunishment needs num_observers >= 1, got {num_observers}")
+        self.num_players = env.num_agents
+        self.num_observers = int(num_observers)
+        self.num_agents = self.num_players + self.num_observers
+        self.num_inner_actions = _discrete_n(env, "ThirdPartyPunishment")
+        self.num_choices = self.num_players + 1
+        self._params_cls = extend_params(
+            type(env.default_params()),
+            "ThirdPartyPunishment",
+            {"punish_cost": 1.0, "punish_fine": 3.0},
+            _nonneg("punish_cost", "punish_fine"),
+        )
+        P, K = self.num_players, self.num_choices
+        choice = np.zeros((self.num_agents, K), bool)
+        choice[:P, P] = True  # players: nobody
+        choice[P:] = True  # observers: any player or nobody
+        self._choice_mask = jnp.asarray(choice)
+        base = np.zeros((self.num_observers, self.num_inner_actions), bool)
+        base[:, 0] = True  # observers: inner action 0 only (ignored)
+        self._observer_base_mask = jnp.asarray(base)
+        self._is_observer = jnp.asarray(np.arange(self.num_agents) >= P)
+
+    @property
+    def agent_types(self) -> Array:
+        return self._is_observer.astype(jnp.int32)
+
+    def default_params(self):
+        return _derive(self._env.default_params(), self._params_cls, {})
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        self._params_cls._param_check(params)
+
+    def reset(self, key, params):
+        inner, ts = self._env.reset(key, params)
+        state = PunishmentState(
+            inner,
+            jnp.zeros((self.num_agents,), jnp.float32),
+            jnp.zeros((self.num_agents,), jnp.float32),
+        )
+        return state, self._wrap(ts, state, jnp.zeros((self.num_agents,), jnp.float32))
+
+    def step(self, key, state: PunishmentState, actions, params):
+        P, K = self.num_players, self.num_choices
+        actions = jnp.clip(
+            jnp.asarray(actions).astype(jnp.int32).reshape(self.num_agents),
+            0,
+            self.num_inner_actions * K - 1,
+        )
+        inner, ts = self._env.step(key, state.inner, actions[:P] // K, params)
+        # punish[m, j]: observer m punishes player j (players' own targets are ignored).
+        punish = jax.nn.one_hot(actions[P:] % K, K)[:, :P]  # [M, P]
+        received = jnp.concatenate([punish.sum(axis=0), jnp.zeros((self.num_observers,))])
+        given = jnp.concatenate([jnp.zeros((P,)), punish.sum(axis=1)])
+        reward = jnp.concatenate([ts.reward, jnp.zeros((self.num_observers,))])
+        reward = reward - params.punish_fine * received - params.punish_cost * given
+        state = PunishmentState(inner, received, given)
+        return state, self._wrap(ts, state, reward.astype(jnp.float32))
+
+    def _pad(self, x: Array) -> Array:
+        pad = jnp.zeros((self.num_observers, *x.shape[1:]), x.dtype)
+        return jnp.concatenate([x, pad], axis=0)
+
+    def _wrap(self, ts: TimeStep, state: PunishmentState, reward: Array) -> TimeStep:
+        P, M = self.num_players, self.num_observers
+        obs_p = _flat(ts.obs, P)  # [P, D]
+        gs = ts.global_state.reshape(-1).astype(jnp.float32)  # [G]
+        obs_part = self._pad(obs_p)
+        gs_part = jnp.where(self._is_observer[:, None], gs[None], 0.0)  # [A + M, G]
+        rec = state.punished[:P] / M  # in [0, 1]
+        obs = jnp.concatenate(
+            [
+                obs_part,
+                gs_part,
+                self._is_observer[:, None].astype(jnp.float32),
+                jnp.broadcast_to(rec, (self.num_agents, P)),
+            ],
+            axis=-1,
+        )
+        base_mask = jnp.concatenate([ts.action_mask, self._observer_base_mask], axis=0)
+        extras = {
+            k: self._pad(v) if (hasattr(v, "shape") and v.ndim >= 1 and v.shape[0] == P) else v
+            for k, v in ts.extras.items()
+        }
+        extras["punished"] = state.punished > 0
+        extras["punishing"] = state.punishing > 0
+        return ts.replace(
+            obs=obs,
+            reward=reward,
+            global_state=jnp.concatenate([gs, rec]),
+            action_mask=_product_mask(base_mask, self._choice_mask),
+            extras=extras,
+        )
+
+    def observation_space(self, params):
+        obs = self._env.observation_space(params)
+        gs = self._env.global_state_space(params)
+        lo_o, hi_o = _bounds(obs, obs.flat_dim)
+        lo_g, hi_g = _bounds(gs, gs.flat_dim)
+        # Zeros fill the part an agent does not see, so 0 must lie inside the bounds.
+        lo = np.concatenate(
+            [np.minimum(lo_o, 0), np.minimum(lo_g, 0), np.zeros(1 + self.num_players)]
+        )
+        hi = np.concatenate(
+            [np.maximum(hi_o, 0), np.maximum(hi_g, 0), np.ones(1 + self.num_players)]
+        )
+        return spaces.Box(lo.astype(np.float32), hi.astype(np.float32), (lo.size,), jnp.float32)
+
+    def global_state_space(self, params):
+        return _box_plus(self._env.global_state_space(params), self.num_players)
+
+    def action_space(self, params):
+        return spaces.Discrete(self.num_inner_actions * self.num_choices)
+
+    def __repr__(self) -> str:
+        return f"{self.name}(players={self.num_players}, observers={self.num_observers})"
+
+
+# ----------------------------------------------------------------------------- partner selection
+
+
+@struct.dataclass
+class PartnerSelectionState:
+    """State of `PartnerSelection`."""
+
+    last_actions: Array  # [A] int32 previous inner actions, -1 before the first round
+    last_partner: Array  # [A] int32 previous chosen partners, -1 before the first round
+    t: Array  # [] int32 rounds played
+
+
+class PartnerSelection(Environment):
+    """Partner selection: `A` agents each choose whom to play a two-player game with.
+
+    Each round, every agent `i` picks a partner `p_i != i` and an action `a_i` of the pairwise
+    game (`env`, a two-player env with a `Discrete(N)` action space whose payoff is given by
+    one `step` from `reset`, e.g. a one-shot `MatrixGame`). Agent `i` then plays the game as
+    player 0 against `p_i` as player 1, with the same action in every game it is part of. An
+    agent's reward is the sum of its payoffs over the games it is in: the one it chose and every
+    game in which it was chosen. The episode terminates after `params.selection_rounds` rounds.
+
+    Action: `Discrete(N * A)`, `a = inner_action * A + partner` (choosing oneself is masked and
+    executed as the next agent). Observation of agent `i` (`[A*N + A*A + 1]`, flat, egocentric:
+    agents relabelled `i, i+1, ...`): the previous round's actions one-hot, the previous choice
+    matrix `C[k, j] = [k chose j]`, and a first-round flag. Global state: the same in agent order
+    plus the fraction of rounds played. Extras: `"partner"` `[A]` int32 (-1 at reset) and, if
+    `cooperative_action` is given, `"cooperated"` / `"defected"` `[A]` bool.
+
+    Params: the inner env's params (they configure the pairwise game) plus `selection_rounds`
+    (default `num_rounds`); `max_steps` is the truncation limit.
+
+    Args:
+      env: the two-player pairwise game.
+      num_agents: population size `A >= 2` (static).
+      num_rounds: default `selection_rounds`.
+      cooperative_action: the inner action that counts as cooperation (`None`: no labels).
+    """
+
+    def __init__(
+        self,
+        env: Environment,
+        num_agents: int = 4,
+        num_rounds: int = 20,
+        cooperative_action: int | None = 0,
+    ):
+        if env.num_agents != 2:
+            raise ValueError(
+                f"PartnerSelection needs a two-player game, got {env.num_agents} agents"
+            )
+        if int(num_agents) < 2:
+            raise ValueError(f"PartnerSelection needs num_agents >= 2, got {num_agents}")
+        self._env = env
+        self.num_agents = int(num_agents)
+        self.num_inner_actions = _discrete_n(env, "PartnerSelection")
+        if (
+            cooperative_action is not None
+            and not 0 <= int(cooperative_action) < self.num_inner_actions
+        ):
+            raise ValueError(
+                f"cooperative_action must be in 0 .. {self.num_inner_actions - 1}, got {cooperative_action}"
+            )
+        self.cooperative_action = None if cooperative_action is None else int(cooperative_action)
+        self._num_rounds = int(num_rounds)
+        self._params_cls = extend_params(
+            type(env.default_params()),
+            "PartnerSelection",
+            {"selection_rounds": self._num_rounds},
+            lambda p: check_param(p, "selection_rounds", lambda v: v >= 1, "must be >= 1"),
+        )
+        self._ego = _ego(self.num_agents)
+        self._choice_mask = jnp.asarray(~np.eye(self.num_agents, dtype=bool))
+
+    @property
+    def name(self) -> str:
+        return f"PartnerSelection<{self._env.name}>"
+
+    @property
+    def unwrapped(self) -> Environment:
+        return self
+
+    def default_params(self):
+        return _derive(
+            self._env.default_params(), self._params_cls, {"selection_rounds": self._num_rounds}
+        )
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        self._params_cls._param_check(params)
+
+    def reset(self, key: PRNGKey, params) -> tuple[PartnerSelectionState, TimeStep]:
+        del key
+        A = self.num_agents
+        state = PartnerSelectionState(
+            jnp.full((A,), -1, jnp.int32), jnp.full((A,), -1, jnp.int32), jnp.int32(0)
+        )
+        return state, self._timestep(state, params, jnp.zeros((A,), jnp.float32), jnp.array(False))
+
+    def pairwise_rewards(self, key: PRNGKey, actions: Array, partner: Array, params) -> Array:
+        """`[A, 2]` payoffs of the games `(i, partner[i])` with actions `(a_i, a_partner[i])`."""
+        A = self.num_agents
+        key_reset, key_step = jax.random.split(key)
+        inner0, _ = self._env.reset(key_reset, params)
+        pair_actions = jnp.stack([actions, actions[partner]], axis=-1)  # [A, 2]
+
+        def play(k, a):
+            return self._env.step(k, inner0, a, params)[1].reward
+
+        return jax.vmap(play)(jax.random.split(key_step, A), pair_actions)
+
+    def step(self, key: PRNGKey, state: PartnerSelectionState, actions: Array, params):
+        A = self.num_agents
+        actions = jnp.clip(
+            jnp.asarray(actions).astype(jnp.int32).reshape(A), 0, self.num_inner_actions * A - 1
+        )
+        inner_actions, partner = actions // A, actions % A
+        partner = jnp.where(partner == jnp.arange(A), (partner + 1) % A, partner)
+        pair = self.pairwise_rewards(key, inner_actions, partner, params)  # [A, 2]
+        reward = pair[:, 0] + jax.ops.segment_sum(pair[:, 1], partner, num_segments=A)
+        t = state.t + 1
+        state = PartnerSelectionState(inner_actions, partner, t)
+        return state, self._timestep(
+            state, params, reward.astype(jnp.float32), t >= params.selection_rounds
+        )
+
+    def _timestep(self, state, params, reward, terminated) -> TimeStep:
+        A, N = self.num_agents, self.num_inner_actions
+        acts = jax.nn.one_hot(state.last_actions, N)  # [A, N], zeros at -1
+        choice = jax.nn.one_hot(state.last_partner, A)  # [A, A], C[k, j]
+        ego_acts = acts[self._ego].reshape(A, -1)  # [A, A*N]
+        ego_choice = choice[self._ego[:, :, None], self._ego[:, None, :]].reshape(A, -1)  # [A, A*A]
+        first = (state.t == 0).astype(jnp.float32)
+        obs = jnp.concatenate([ego_acts, ego_choice, jnp.broadcast_to(first, (A, 1))], axis=-1)
+        frac = jnp.minimum(state.t / jnp.maximum(params.selection_rounds, 1), 1.0)
+        gs = jnp.concatenate([acts.reshape(-1), choice.reshape(-1), first[None], frac[None]])
+        extras = {"partner": state.last_partner}
+        if self.cooperative_action is not None:
+            played = state.last_actions >= 0
+            coop = state.last_actions == self.cooperative_action
+            extras["cooperated"] = coop & played
+            extras["defected"] = ~coop & played
+        return TimeStep(
+            obs=obs.astype(jnp.float32),
+            reward=reward,
+            terminated=jnp.asarray(terminated, jnp.bool_),
+            truncated=jnp.logical_and(state.t >= params.max_steps, ~terminated),
+            action_mask=_product_mask(jnp.ones((A, N), jnp.bool_), self._choice_mask),
+            global_state=gs.astype(jnp.float32),
+            extras=extras,
+        )
+
+    def observation_space(self, params):
+        A, N = self.num_agents, self.num_inner_actions
+        return spaces.Box(0.0, 1.0, (A * N + A * A + 1,), jnp.float32)
+
+    def action_space(self, params):
+        return spaces.Discrete(self.num_inner_actions * self.num_agents)
+
+    def global_state_space(self, params):
+        A, N = self.num_agents, self.num_inner_actions
+        return spaces.Box(0.0, 1.0, (A * N + A * A + 2,), jnp.float32)
+
+    def __repr__(self) -> str:
+        return f"{self.name}(num_agents={self.num_agents})"
+
+
+# ----------------------------------------------------------------------------- reputation
+
+
+@struct.dataclass
+class ReputationState:
+    """State of `Reputation`."""
+
+    inner: Any  # the inner env's state
+    reputation: Array  # [A] float32 public scores in [0, 1]
+
+
+class Reputation(Wrapper):
+    """A public reputation score per agent, updated from its observed actions, in every observation.
+
+    After each step, an agent that made a labelled choice (inner `extras["cooperated"]` or, if the
+    inner env has it, `extras["defected"]`) updates its score as
+    `rep <- reputation_decay * rep + (1 - reputation_decay) * cooperated` (an image score with
+    exponential forgetting); other agents keep theirs. Scores start at `reputation_init`.
+
+    Observation (`[D + A]`, flat): the inner observation flattened, then every agent's score in
+    egocentric order (`i, i+1, ...`). Global state: the inner one plus the scores in agent order.
+    Extras: the inner ones plus `"reputation"` `[A]` float32.
+
+    Params added: `reputation_decay` (default 0.8) and `reputation_init` (default 0.5), in
+    `[0, 1]`.
+
+    Args:
+      env: an env whose extras have `"cooperated"` `[A]` bool (e.g. `PublicGoods`, `CoinGame`,
+        `PartnerSelection`, or a `MatrixGame` inside `MarkCooperation`).
+
+    Raises:
+      ValueError: at construction, if the env's extras lack `"cooperated"`.
+    """
+
+    def __init__(self, env: Environment):
+        super().__init__(env)
+        _, ts = jax.eval_shape(env.reset, jax.random.PRNGKey(0), env.default_params())
+        if "cooperated" not in ts.extras:
+            raise ValueError(
+                f"Reputation needs an env whose timestep.extras has 'cooperated' ([A] bool); "
+                f"{env.name} has {sorted(ts.extras)}. Wrap a matrix game in MarkCooperation first."
+            )
+        self._has_defected = "defected" in ts.extras
+
+        def unit(p):
+            for n in ("reputation_decay", "reputation_init"):
+                check_param(p, n, lambda v: (v >= 0) & (v <= 1), "must lie in [0, 1]")
+
+        self._params_cls = extend_params(
+            type(env.default_params()),
+            "Reputation",
+            {"reputation_decay": 0.8, "reputation_init": 0.5},
+            unit,
+        )
+        self._ego = _ego(self.num_agents)
+
+    def default_params(self):
+        return _derive(self._env.default_params(), self._params_cls, {})
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        self._params_cls._param_check(params)
+
+    def reset(self, key, params):
+        inner, ts = self._env.reset(key, params)
+        rep = jnp.full((self.num_agents,), 1.0, jnp.float32) * params.reputation_init
+        state = ReputationState(inner, rep.astype(jnp.float32))
+        return state, self._wrap(ts, state)
+
+    def step(self, key, state: ReputationState, actions, params):
+        inner, ts = self._env.step(key, state.inner, actions, params)
+        coop = ts.extras["cooperated"]
+        acted = coop | ts.extras["defected"] if self._has_defected else jnp.ones_like(coop)
+        d = params.reputation_decay
+        updated = d * state.reputation + (1.0 - d) * coop.astype(jnp.float32)
+        rep = jnp.where(acted, updated, state.reputation).astype(jnp.float32)
+        state = ReputationState(inner, rep)
+        return state, self._wrap(ts, state)
+
+    def _wrap(self, ts: TimeStep, state: ReputationState) -> TimeStep:
+        rep = state.reputation
+        return ts.replace(
+            obs=jnp.concatenate([_flat(ts.obs, self.num_agents), rep[self._ego]], axis=-1),
+            global_state=jnp.concatenate([ts.global_state.reshape(-1).astype(jnp.float32), rep]),
+            extras={**ts.extras, "reputation": rep},
+        )
+
+    def observation_space(self, params):
+        return _box_plus(self._env.observation_space(params), self.num_agents)
+
+    def global_state_space(self, params):
+        return _box_plus(self._env.global_state_space(params), self.num_agents)
+
+
+# ----------------------------------------------------------------------------- labels
+
+
+class MarkCooperation(Wrapper):
+    """Label each discrete action as cooperation or defection in `extras` (for metrics, reputation).
+
+    Adds `"cooperated"` `[A]` bool (the action is `cooperative_action`) and `"defected"` `[A]`
+    bool (any other action) after each step; both are false at reset. Actions are clipped into
+    range as the inner env does. Everything else is the inner env's. Use it on matrix-style
+    dilemmas (by marljax's convention action 0 is the cooperative one: cooperate, stag).
+
+    Args:
+      env: an env with a `Discrete` action space.
+      cooperative_action: the action that counts as cooperation.
+    """
+
+    def __init__(self, env: Environment, cooperative_action: int = 0):
+        super().__init__(env)
+        n = _discrete_n(env, "MarkCooperation")
+        if not 0 <= int(cooperative_action) < n:
+            raise ValueError(
+                f"cooperative_action must be in 0 .. {n - 1}, got {cooperative_action}"
+            )
+        self.cooperative_action = int(cooperative_action)
+        self._n = n
+
+    def reset(self, key, params):
+        state, ts = self._env.reset(key, params)
+        false = jnp.zeros((self.num_agents,), jnp.bool_)
+        return state, ts.replace(extras={**ts.extras, "cooperated": false, "defected": false})
+
+    def step(self, key, state, actions, params):
+        state, ts = self._env.step(key, state, actions, params)
+        a = jnp.clip(
+            jnp.asarray(actions).astype(jnp.int32).reshape(self.num_agents), 0, self._n - 1
+        )
+        coop = a == self.cooperative_action
+        return state, ts.replace(extras={**ts.extras, "cooperated": coop, "defected": ~coop})

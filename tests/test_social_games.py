@@ -1,0 +1,368 @@
+"""Coin Game, repeated public goods and the mechanism wrappers: hand-built states, known outcomes.
+
+Most checks run the pure functions eagerly (no whole-program compile); a few run them jitted to
+check that they trace. `check_env` runs on every registered id in tests/test_conformance.py.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import marljax
+import marljax.envs.social  # noqa: F401  (registers social/*)
+from marljax.envs.matrix import MatrixGame
+from marljax.envs.matrix.payoffs import prisoners_dilemma
+from marljax.envs.social import (
+    CoinGame,
+    CoinGameState,
+    DirectPunishment,
+    MarkCooperation,
+    PartnerSelection,
+    PublicGoods,
+    Reputation,
+    ThirdPartyPunishment,
+    public_goods_payoff,
+)
+
+KEY = jax.random.PRNGKey(0)
+UP, DOWN, LEFT, RIGHT, STAY = range(5)
+
+MY_IDS = [
+    "social/coin_game-v0",
+    "social/public_goods-v0",
+    "social/public_goods_continuous-v0",
+    "social/public_goods_punishment-v0",
+    "social/public_goods_third_party-v0",
+    "social/public_goods_reputation-v0",
+    "social/ipd_partner_selection-v0",
+    "social/ipd_partner_reputation-v0",
+    "social/stag_hunt-v0",
+]
+
+
+def test_ids_registered():
+    assert set(MY_IDS) <= set(marljax.registered_envs())
+
+
+# --------------------------------------------------------------------------------------------
+# Coin Game
+# --------------------------------------------------------------------------------------------
+
+
+def _coin_state(agents, coin, owner, t=0):
+    return CoinGameState(
+        agent_pos=jnp.asarray(agents, jnp.int32),
+        coin_pos=jnp.asarray(coin, jnp.int32),
+        coin_owner=jnp.int32(owner),
+        t=jnp.int32(t),
+    )
+
+
+@pytest.fixture(scope="module")
+def coin():
+    env, params = marljax.make("social/coin_game-v0")
+    return env, params, jax.jit(env.step)
+
+
+def test_coin_own_pickup(coin):
+    env, params, step = coin
+    state = _coin_state([[0, 0], [2, 2]], [0, 1], owner=0)
+    new, ts = step(KEY, state, jnp.array([RIGHT, STAY]), params)
+    np.testing.assert_array_equal(new.agent_pos, [[0, 1], [2, 2]])
+    np.testing.assert_allclose(ts.reward, [1.0, 0.0])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, False])
+    np.testing.assert_array_equal(ts.extras["defected"], [False, False])
+    # A new coin appears on a cell free of agents.
+    cell = tuple(np.asarray(new.coin_pos))
+    assert cell not in {(0, 1), (2, 2)}
+
+
+def test_coin_other_pickup_costs_owner_two(coin):
+    env, params, step = coin
+    state = _coin_state([[0, 0], [2, 2]], [0, 1], owner=1)
+    _, ts = step(KEY, state, jnp.array([RIGHT, STAY]), params)
+    np.testing.assert_allclose(ts.reward, [1.0, -2.0])
+    np.testing.assert_array_equal(ts.extras["defected"], [True, False])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [False, False])
+
+
+def test_coin_simultaneous_pickup(coin):
+    env, params, step = coin
+    # Both step onto the coin of agent 0: both earn +1, agent 0 also pays -2 for agent 1.
+    state = _coin_state([[0, 0], [1, 1]], [0, 1], owner=0)
+    _, ts = step(KEY, state, jnp.array([RIGHT, UP]), params)
+    np.testing.assert_allclose(ts.reward, [-1.0, 1.0])
+
+
+def test_coin_no_pickup_keeps_coin_and_wraps_torus(coin):
+    env, params, step = coin
+    state = _coin_state([[0, 0], [2, 2]], [1, 1], owner=0)
+    new, ts = step(KEY, state, jnp.array([UP, DOWN]), params)
+    np.testing.assert_array_equal(new.agent_pos, [[2, 0], [0, 2]])
+    new, _ = step(KEY, state, jnp.array([LEFT, RIGHT]), params)
+    np.testing.assert_array_equal(new.agent_pos, [[0, 2], [2, 0]])
+    np.testing.assert_array_equal(new.coin_pos, [1, 1])
+    assert int(new.coin_owner) == 0
+    np.testing.assert_allclose(ts.reward, [0.0, 0.0])
+    # Out-of-range actions are clipped (99 -> stay, -3 -> up).
+    new, _ = step(KEY, state, jnp.array([99, -3]), params)
+    np.testing.assert_array_equal(new.agent_pos, [[0, 0], [1, 2]])
+
+
+def test_coin_respawn_never_on_agents(coin):
+    env, params, step = coin
+    state = _coin_state([[0, 0], [2, 2]], [0, 1], owner=0)
+    keys = jax.random.split(KEY, 64)
+    new, _ = jax.vmap(step, in_axes=(0, None, None, None))(
+        keys, state, jnp.array([RIGHT, STAY]), params
+    )
+    cells = {tuple(c) for c in np.asarray(new.coin_pos)}
+    assert not cells & {(0, 1), (2, 2)}
+    assert len(cells) > 3  # uniform over the 7 free cells
+    assert set(np.asarray(new.coin_owner).tolist()) == {0, 1}
+
+
+def test_coin_observation_channels():
+    env = CoinGame()
+    state = _coin_state([[0, 0], [2, 1]], [1, 2], owner=1)
+    ts = env._timestep(
+        state, env.default_params(), jnp.zeros(2), jnp.zeros(2, bool), jnp.zeros(2, bool)
+    )
+    obs = np.asarray(ts.obs)
+    assert obs.shape == (2, 3, 3, 4)
+    # Agent 0: own at (0,0), other at (2,1), coin of the other's colour at (1,2).
+    assert obs[0, 0, 0, 0] == 1 and obs[0, 2, 1, 1] == 1 and obs[0, 1, 2, 3] == 1
+    assert obs[0, ..., 2].sum() == 0
+    # Agent 1 sees itself in channel 0 and its own coin in channel 2.
+    assert obs[1, 2, 1, 0] == 1 and obs[1, 0, 0, 1] == 1 and obs[1, 1, 2, 2] == 1
+    assert obs.sum() == 2 * 3
+
+    ego = CoinGame(egocentric=True)
+    obs = np.asarray(
+        ego._timestep(
+            state, ego.default_params(), jnp.zeros(2), jnp.zeros(2, bool), jnp.zeros(2, bool)
+        ).obs
+    )
+    # Each agent at the centre; agent 0 (at (0,0)) sees the coin (1,2) shifted by (+1,+1) -> (2,0).
+    assert obs[0, 1, 1, 0] == 1 and obs[1, 1, 1, 0] == 1
+    assert obs[0, 2, 0, 3] == 1
+    # agent 1 at (2,1): shift (-1, 0): other agent (0,0) -> (2,0); its own coin (1,2) -> (0,2).
+    assert obs[1, 2, 0, 1] == 1 and obs[1, 0, 2, 2] == 1
+
+
+def test_coin_params_override_and_vmap(coin):
+    env, _, _ = coin
+    _, params = marljax.make("social/coin_game-v0", pickup_reward=2.0, owner_penalty=-5.0)
+    state = _coin_state([[0, 0], [2, 2]], [0, 1], owner=1)
+    _, ts = env.step(KEY, state, jnp.array([RIGHT, STAY]), params)
+    np.testing.assert_allclose(ts.reward, [2.0, -5.0])
+    stacked = jax.tree.map(
+        lambda *x: jnp.stack([jnp.asarray(v) for v in x]),
+        params,
+        params.replace(owner_penalty=-1.0),
+    )
+    _, ts = jax.vmap(env.step, in_axes=(None, None, None, 0))(
+        KEY, state, jnp.array([RIGHT, STAY]), stacked
+    )
+    np.testing.assert_allclose(ts.reward, [[2.0, -5.0], [2.0, -1.0]])
+
+
+def test_coin_reset_distinct_and_truncation():
+    env, params = marljax.make("social/coin_game-v0", num_agents=3, grid_size=2, max_steps=2)
+    for k in jax.random.split(KEY, 8):
+        state, ts = env.reset(k, params)
+        cells = {
+            tuple(c) for c in np.asarray(jnp.concatenate([state.agent_pos, state.coin_pos[None]]))
+        }
+        assert len(cells) == 4
+    state, ts = env.step(KEY, state, jnp.array([STAY] * 3), params)
+    assert not bool(ts.truncated)
+    state, ts = env.step(KEY, state, jnp.array([STAY] * 3), params)
+    assert bool(ts.truncated) and not bool(ts.terminated)
+
+
+def test_coin_bad_input_fails_at_make():
+    with pytest.raises(ValueError, match="too small"):
+        marljax.make("social/coin_game-v0", grid_size=2, num_agents=4)
+    with pytest.raises(ValueError, match="too small"):
+        marljax.make("social/coin_game-v0", grid_size=1)
+    with pytest.raises(ValueError, match="max_steps"):
+        marljax.make("social/coin_game-v0", max_steps=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Public goods
+# --------------------------------------------------------------------------------------------
+
+
+def test_public_goods_payoff_function():
+    c = jnp.array([10.0, 5.0, 0.0, 2.5])
+    expected = 10.0 - np.asarray(c) + 1.6 * 17.5 / 4  # endowment - c_i + r * sum / N
+    np.testing.assert_allclose(public_goods_payoff(c, 10.0, 1.6), expected, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(public_goods_payoff)(c, 10.0, 1.6), expected, rtol=1e-6)
+
+
+def test_public_goods_discrete_round():
+    env, params = marljax.make("social/public_goods-v0", num_rounds=2)
+    state, ts = env.reset(KEY, params)
+    state, ts = env.step(KEY, state, jnp.array([4, 2, 0, 1]), params)  # fractions 1, .5, 0, .25
+    np.testing.assert_allclose(ts.reward, [7.0, 12.0, 17.0, 14.5], rtol=1e-6)
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, True, False, False])
+    np.testing.assert_array_equal(ts.extras["defected"], [False, False, True, True])
+    # Egocentric observation of the last contributions, then first-round flag and progress.
+    np.testing.assert_allclose(ts.obs[1], [0.5, 0.0, 0.25, 1.0, 0.0, 0.5])
+    assert not bool(ts.terminated)
+    state, ts = env.step(KEY, state, jnp.array([0, 0, 0, 0]), params)
+    assert bool(ts.terminated) and not bool(ts.truncated)
+    np.testing.assert_allclose(ts.reward, [10.0] * 4)
+
+
+def test_public_goods_continuous_and_multiplier():
+    env, params = marljax.make(
+        "social/public_goods_continuous-v0", num_agents=2, multiplier=2.0, endowment=4.0
+    )
+    state, _ = env.reset(KEY, params)
+    # 1.5 is clipped to 1: contributions 4 and 1; pot 5 -> 2 * 5 / 2 = 5 each.
+    _, ts = env.step(KEY, state, jnp.array([[1.5], [0.25]]), params)
+    np.testing.assert_allclose(ts.reward, [0.0 + 5.0, 3.0 + 5.0], rtol=1e-6)
+
+
+def test_public_goods_bad_input_fails_at_make():
+    with pytest.raises(ValueError, match="multiplier"):
+        marljax.make("social/public_goods-v0", multiplier=-1.0)
+    with pytest.raises(ValueError, match="endowment"):
+        marljax.make("social/public_goods-v0", endowment=0.0)
+    with pytest.raises(ValueError, match="num_agents"):
+        marljax.make("social/public_goods-v0", num_agents=1)
+    with pytest.raises(ValueError, match="multiplier"):
+        marljax.make("social/public_goods_punishment-v0", multiplier=-0.5)
+
+
+# --------------------------------------------------------------------------------------------
+# Mechanisms
+# --------------------------------------------------------------------------------------------
+
+
+def test_direct_punishment():
+    env, params = marljax.make("social/public_goods_punishment-v0", num_agents=3)
+    K = 4  # A + 1 choices: punish 0, 1, 2 or nobody (3)
+    state, ts = env.reset(KEY, params)
+    mask = np.asarray(ts.action_mask).reshape(3, 5, K)
+    assert not mask[0, :, 0].any() and not mask[1, :, 1].any() and mask[0, :, 1].all()
+    # All contribute 0 (payoff 10 each); agents 0 and 2 punish agent 1.
+    actions = jnp.array([0 * K + 1, 0 * K + 3, 0 * K + 1])
+    state, ts = env.step(KEY, state, actions, params)
+    np.testing.assert_allclose(ts.reward, [10.0 - 1.0, 10.0 - 6.0, 10.0 - 1.0])
+    np.testing.assert_array_equal(ts.extras["punished"], [False, True, False])
+    np.testing.assert_array_equal(ts.extras["punishing"], [True, False, True])
+    # Observations end with the punishments received / given (egocentric, scaled by 1/(A-1)).
+    np.testing.assert_allclose(ts.obs[1, -6:], [1.0, 0.0, 0.0, 0.0, 0.5, 0.5])
+    # Traced params: a different fine, same program shape.
+    _, ts = env.step(KEY, state, actions, params.replace(punish_fine=0.5, punish_cost=0.0))
+    np.testing.assert_allclose(ts.reward, [10.0, 9.0, 10.0])
+    with pytest.raises(ValueError, match="punish_cost"):
+        marljax.make("social/public_goods_punishment-v0", punish_cost=-1.0)
+
+
+def test_direct_punishment_on_coin_game():
+    env = DirectPunishment(CoinGame())
+    params = env.default_params()
+    state, ts = env.reset(KEY, params)
+    assert ts.obs.shape == (2, 36 + 4) and ts.action_mask.shape == (2, 15)
+    inner = _coin_state([[0, 0], [2, 2]], [0, 1], owner=1)
+    state = state.replace(inner=inner)
+    # Agent 0 grabs agent 1's coin; agent 1 punishes agent 0 (target 0) while staying.
+    state, ts = env.step(KEY, state, jnp.array([RIGHT * 3 + 2, STAY * 3 + 0]), params)
+    np.testing.assert_allclose(ts.reward, [1.0 - 3.0, -2.0 - 1.0])
+
+
+def test_third_party_punishment():
+    env, params = marljax.make("social/public_goods_third_party-v0", num_agents=2)
+    assert env.num_agents == 3
+    np.testing.assert_array_equal(env.agent_types, [0, 0, 1])
+    K = 3  # punish player 0, player 1, or nobody (2)
+    state, ts = env.reset(KEY, params)
+    mask = np.asarray(ts.action_mask).reshape(3, 5, K)
+    assert mask[0, :, 2].all() and not mask[0, :, :2].any()  # players cannot punish
+    assert mask[2, 0].all() and not mask[2, 1:].any()  # observer: inner action 0 only
+    # Player 0 contributes all (4 levels -> 1.0), player 1 nothing; observer punishes player 1.
+    state, ts = env.step(KEY, state, jnp.array([4 * K + 2, 0 * K + 2, 0 * K + 1]), params)
+    base = 10.0 - np.array([10.0, 0.0]) + 1.6 * 10.0 / 2
+    np.testing.assert_allclose(ts.reward, [base[0], base[1] - 3.0, -1.0], rtol=1e-6)
+    np.testing.assert_array_equal(ts.extras["punished"], [False, True, False])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, False, False])
+    # The observer sees the global state; players see their own observation.
+    assert float(ts.obs[2, 4:8].sum()) > 0 and float(ts.obs[0, 4:8].sum()) == 0
+
+
+def test_partner_selection_prisoners_dilemma():
+    env = PartnerSelection(MatrixGame(prisoners_dilemma()), num_agents=3, num_rounds=2)
+    params = env.default_params()
+    state, ts = env.reset(KEY, params)
+    C, D, A = 0, 1, 3
+    # 0 cooperates with 1; 1 defects with 0; 2 cooperates with 0.
+    state, ts = env.step(KEY, state, jnp.array([C * A + 1, D * A + 0, C * A + 0]), params)
+    # Games (0,1): 0 gets S=0, 1 gets T=5; (1,0): 1 gets T=5, 0 gets S=0; (2,0): R=3 each.
+    np.testing.assert_allclose(ts.reward, [3.0, 10.0, 3.0])
+    np.testing.assert_array_equal(ts.extras["partner"], [1, 0, 0])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, False, True])
+    assert not bool(ts.terminated)
+    # Choosing oneself is masked.
+    mask = np.asarray(ts.action_mask).reshape(3, 2, 3)
+    assert not mask[1, :, 1].any() and mask[1, :, 0].all()
+    _, ts = env.step(KEY, state, jnp.array([C * A + 1, C * A + 0, C * A + 0]), params)
+    assert bool(ts.terminated)
+
+
+def test_reputation_updates_and_is_observed():
+    env = Reputation(PublicGoods(num_agents=2))
+    params = env.default_params().replace(reputation_decay=0.5, reputation_init=0.5)
+    state, ts = env.reset(KEY, params)
+    np.testing.assert_allclose(ts.obs[:, -2:], [[0.5, 0.5], [0.5, 0.5]])
+    state, ts = env.step(KEY, state, jnp.array([4, 0]), params)
+    np.testing.assert_allclose(ts.extras["reputation"], [0.75, 0.25])
+    np.testing.assert_allclose(ts.obs[:, -2:], [[0.75, 0.25], [0.25, 0.75]])  # egocentric
+    with pytest.raises(ValueError, match="cooperated"):
+        Reputation(MatrixGame(prisoners_dilemma()))
+    with pytest.raises(ValueError, match="reputation_decay"):
+        marljax.make("social/public_goods_reputation-v0", reputation_decay=1.5)
+
+
+def test_mark_cooperation_and_composition():
+    env = MarkCooperation(MatrixGame(prisoners_dilemma(), num_rounds=3))
+    params = env.default_params()
+    state, ts = env.reset(KEY, params)
+    _, ts = env.step(KEY, state, jnp.array([0, 1]), params)
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, False])
+    np.testing.assert_array_equal(ts.extras["defected"], [False, True])
+    # Mechanisms stack: reputation on top of punishment on top of public goods.
+    stacked = Reputation(DirectPunishment(PublicGoods(num_agents=2)))
+    p = stacked.default_params()
+    assert {"punish_fine", "reputation_decay", "multiplier"} <= set(vars(p))
+    state, ts = stacked.reset(KEY, p)
+    _, ts = jax.jit(stacked.step)(KEY, state, jnp.array([4 * 3 + 2, 0 * 3 + 0]), p)
+    np.testing.assert_allclose(ts.extras["reputation"], [0.5 * 0.8 + 0.2, 0.4])
+    np.testing.assert_array_equal(ts.extras["punished"], [True, False])
+    with pytest.raises(ValueError, match="already have"):
+        DirectPunishment(DirectPunishment(PublicGoods(num_agents=2)))
+    with pytest.raises(TypeError, match="Discrete"):
+        DirectPunishment(PublicGoods(continuous=True))
+    with pytest.raises(ValueError, match="two-player"):
+        PartnerSelection(PublicGoods(num_agents=3))
+    assert isinstance(ThirdPartyPunishment(PublicGoods(2)).action_space(p), marljax.spaces.Discrete)
+
+
+def test_validate_params_hook():
+    # `marljax.make` calls `env.validate_params(params)`; direct construction bypasses `replace`.
+    for env_id, field, bad in [
+        ("social/coin_game-v0", "max_steps", 0),
+        ("social/public_goods-v0", "multiplier", -2.0),
+        ("social/public_goods_punishment-v0", "punish_fine", -1.0),
+        ("social/public_goods_punishment-v0", "multiplier", -1.0),
+        ("social/ipd_partner_selection-v0", "selection_rounds", 0),
+    ]:
+        env, params = marljax.make(env_id)
+        env.validate_params(params)
+        with pytest.raises(ValueError, match=field):
+            env.validate_params(type(params)(**{**vars(params), field: bad}))
