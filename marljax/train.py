@@ -170,6 +170,7 @@ def make_train(
                 info,
                 ts_next.extras["episode_return"],
                 ts_next.extras["episode_length"],
+                {k: v for k, v in ts_next.extras.items() if _is_episode_metric(k, v, E)},
             )
             rs = rs.replace(
                 env_state=env_state,
@@ -182,7 +183,7 @@ def make_train(
 
         initial_carry = state.carry
         state, out = jax.lax.scan(env_step, state, None, length=T)
-        obs, actions, reward, term, trunc, next_obs, next_gs, info, ep_ret, ep_len = out
+        obs, actions, reward, term, trunc, next_obs, next_gs, info, ep_ret, ep_len, ep_metrics = out
         ts = state.timestep
         traj = Trajectory(
             observation=obs,
@@ -211,6 +212,8 @@ def make_train(
         metrics["episode_return"] = per_agent.mean() * nan_if_none
         metrics["episode_return_per_agent"] = per_agent * nan_if_none
         metrics["episode_length"] = (done * ep_len).sum() / safe * nan_if_none
+        for name, value in ep_metrics.items():  # e.g. "social/efficiency" from SocialMetrics
+            metrics[name] = (done * value).sum() / safe * nan_if_none
         metrics["num_episodes"] = n_done
         metrics["env_steps"] = (state.update_idx + 1) * (E * T)
         state = state.replace(agent_state=agent_state, key=key, update_idx=state.update_idx + 1)
@@ -231,6 +234,11 @@ def make_train(
         return run(state, hparams, env_params, total_updates)
 
     return Trainer(init, run, train, config, env, default_params, agent, tuple(axis_names))
+
+
+def _is_episode_metric(name: str, value: Array, num_envs: int) -> bool:
+    """Extras named `group/name` with one scalar per env are per-episode metrics (see TimeStep)."""
+    return "/" in name and value.shape == (num_envs,)
 
 
 # ----------------------------------------------------------------------------- sweeps

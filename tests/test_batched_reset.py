@@ -83,3 +83,29 @@ def test_resets_run_only_when_an_episode_ends_even_inside_a_sweep():
     _CountedResets.calls = 0
     jax.block_until_ready(jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams()))
     assert _CountedResets.calls == 1 + 16, _CountedResets.calls
+
+
+def test_runner_reports_namespaced_episode_metrics():
+    """Extras named `group/name` (e.g. from SocialMetrics) become per-update training metrics."""
+    import marljax
+    from marljax.evaluation.social import SocialMetrics
+
+    env, params = marljax.make("social/public_goods-v0")
+    env = SocialMetrics(env)
+    agent = make_ppo(PPOConfig(hidden_sizes=(8,), num_minibatches=2, num_epochs=1), env, params)
+    config = TrainConfig(
+        num_envs=2,
+        rollout_len=int(params.num_rounds),
+        total_env_steps=2 * int(params.num_rounds) * 2,
+    )
+    _, metrics = jax.jit(make_train(config, env, agent, params).train)(
+        jax.random.PRNGKey(0), PPOHParams()
+    )
+    social = [k for k in metrics if k.startswith("social/")]
+    assert "social/efficiency" in social and "social/equality" in social, sorted(metrics)
+    # Every update ends exactly two episodes, so every value is a finite episode average.
+    assert np.isfinite(np.asarray(metrics["social/equality"])).all()
+    assert (
+        (np.asarray(metrics["social/equality"]) >= 0)
+        & (np.asarray(metrics["social/equality"]) <= 1)
+    ).all()

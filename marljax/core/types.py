@@ -55,6 +55,9 @@ class TimeStep:
       global_state: `[*state_shape]` centralised state for critics and mixers.
       extras: a dict of arrays with a fixed structure per environment (wrappers add to it, e.g.
         episode statistics). Its keys never change from step to step, so it is jit-friendly.
+        Keys of the form `"group/name"` holding one scalar are per-episode metrics valid at
+        episode ends (e.g. `"social/efficiency"`); the runner averages them over the episodes
+        that finish in each update and reports them with the training metrics.
     """
 
     obs: Array
