@@ -430,3 +430,17 @@ def test_parity_with_jumanji_where_rules_coincide():
         # Continue from the new states, except where an episode ended (keep the old state).
         state = _where_batch(np.asarray(ts.done), state, new)
     assert checked > 1000 and loads > 10
+
+
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ({"min_agent_level": 3, "max_agent_level": 2}, "min_agent_level"),
+        ({"min_food_level": 4, "max_food_level": 2}, "min_food_level"),
+        ({"min_agent_level": 0}, "min_agent_level must be >= 1"),
+        ({"max_steps": 0}, "max_steps"),
+    ],
+)
+def test_impossible_level_params_fail_at_make(override, needle):
+    with pytest.raises(ValueError, match=needle):
+        marljax.make("grid/lbf-v0", **override)

@@ -160,6 +160,31 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
     def default_params(self) -> LBFParams:
         return LBFParams()
 
+    def validate_params(self, params: LBFParams) -> None:
+        """Reject impossible level bounds and limits at `make` time (concrete params only).
+
+        Raises:
+          ValueError: naming the field, e.g. `min_agent_level > max_agent_level`.
+        """
+        lo_a, hi_a = np.asarray(params.min_agent_level), np.asarray(params.max_agent_level)
+        lo_f, hi_f = np.asarray(params.min_food_level), np.asarray(params.max_food_level)
+        if int(params.max_steps) < 1:
+            raise ValueError(f"LBF max_steps must be >= 1, got {params.max_steps}")
+        if (lo_a < 1).any():
+            raise ValueError(f"LBF min_agent_level must be >= 1, got {lo_a.tolist()}")
+        if (lo_a > hi_a).any():
+            raise ValueError(
+                f"LBF min_agent_level {lo_a.tolist()} exceeds max_agent_level {hi_a.tolist()}"
+            )
+        if (lo_f < 1).any():
+            raise ValueError(f"LBF min_food_level must be >= 1, got {lo_f.tolist()}")
+        if ((hi_f > 0) & (lo_f > hi_f)).any():
+            raise ValueError(
+                f"LBF min_food_level {lo_f.tolist()} exceeds max_food_level {hi_f.tolist()}"
+            )
+        if float(np.asarray(params.penalty).min()) < 0:
+            raise ValueError(f"LBF penalty must be >= 0 (it is subtracted), got {params.penalty}")
+
     # ------------------------------------------------------------------------------ reset
 
     def reset(self, key: PRNGKey, params: LBFParams) -> tuple[LBFState, TimeStep]:
