@@ -1,6 +1,6 @@
 """Env steps per second of the repeated Prisoner's Dilemma at 1, 64, 1024 and 4096 parallel envs.
 
-marljax: `marljax.make("matrix/ipd-v0")` wrapped for training (`EpisodeStats(AutoReset(env))`),
+marljax: `marljax.make("matrix/ipd-v0")` in the runner's stack (`BatchedAutoReset(EpisodeStats(env))`),
 uniformly random actions, one jitted `lax.scan` over `T` steps of the vmapped step.
 numpy: the same step written as plain vectorised NumPy (payoff lookup, egocentric last-action
 observation, global state, termination/truncation, auto-reset, episode statistics), a Python
@@ -21,7 +21,7 @@ import numpy as np
 from harness import Options, Result, case, main, timed, timed_python
 
 import marljax
-from marljax.core.wrappers import wrap_for_training
+from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
 
 ENV_ID = "matrix/ipd-v0"
 NUM_ENVS = (1, 64, 1024, 4096)
@@ -44,12 +44,14 @@ def _checksum(xs) -> jax.Array:
 
 
 def marljax_step_fn(env, params, num_envs: int):
-    """`step(env_state [E], key, actions [E, A]) -> (env_state, checksum [])` of the training stack."""
-    wrapped = wrap_for_training(env)
-    vstep = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))
+    """`step(env_state [E], key, actions [E, A]) -> (env_state, checksum [])` of the training stack.
+
+    The runner's stack: `BatchedAutoReset(EpisodeStats(env))` (resets only when an episode ends).
+    """
+    vec = BatchedAutoReset(EpisodeStats(env))
 
     def step(env_state, key, actions):
-        env_state, ts = vstep(jax.random.split(key, num_envs), env_state, actions, params)
+        env_state, ts = vec.step(jax.random.split(key, num_envs), env_state, actions, params)
         x = ts.extras
         return env_state, _checksum(
             (
@@ -67,7 +69,7 @@ def marljax_step_fn(env, params, num_envs: int):
         )
 
     def reset(key):
-        return jax.vmap(wrapped.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+        return vec.reset(jax.random.split(key, num_envs), params)
 
     return reset, step
 
@@ -170,8 +172,9 @@ class NumpyRepeatedGame:
             "t": t,
             "ep_ret": np.where(done[:, None], 0.0, ret).astype(np.float32),
             "ep_len": np.where(done, 0, length),
-            "last_ret": np.where(done[:, None], ret, s["last_ret"]).astype(np.float32),
-            "last_len": np.where(done, length, s["last_len"]),
+            # EpisodeStats: the finished episode's totals at its last step, zeros otherwise.
+            "last_ret": np.where(done[:, None], ret, 0.0).astype(np.float32),
+            "last_len": np.where(done, length, 0),
         }
         checksum = sum(
             float(np.sum(x, dtype=np.float32))
