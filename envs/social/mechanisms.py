@@ -151,6 +151,19 @@ def _nonneg(*names: str) -> Callable[[Any], None]:
 # ----------------------------------------------------------------------------- punishment
 
 
+class _ParamsWrapper(Wrapper):
+    """A wrapper whose params extend the inner env's (`self._params_cls`, see `extend_params`)."""
+
+    _params_cls: type
+
+    def default_params(self):
+        return _derive(self._env.default_params(), self._params_cls, {})
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        self._params_cls._param_check(params)
+
+
 @struct.dataclass
 class PunishmentState:
     """State of `DirectPunishment` and `ThirdPartyPunishment`."""
@@ -160,7 +173,7 @@ class PunishmentState:
     punishing: Array  # [A] float32 punishments each agent gave on the last step
 
 
-class DirectPunishment(Wrapper):
+class DirectPunishment(_ParamsWrapper):
     """Direct (peer) punishment: pay `punish_cost` to lower another agent's reward by `punish_fine`.
 
     Action: `Discrete(N * (A + 1))`, `a = inner_action * (A + 1) + target`; `target = j < A`
@@ -194,13 +207,6 @@ class DirectPunishment(Wrapper):
         choice = np.ones((self.num_agents, self.num_choices), bool)
         choice[np.arange(self.num_agents), np.arange(self.num_agents)] = False
         self._choice_mask = jnp.asarray(choice)
-
-    def default_params(self):
-        return _derive(self._env.default_params(), self._params_cls, {})
-
-    def validate_params(self, params) -> None:
-        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
-        self._params_cls._param_check(params)
 
     def decode(self, actions: Array) -> tuple[Array, Array]:
         """`[A]` flat actions -> (`[A]` inner actions, `[A, A]` float punishment matrix `P[i, j]`)."""
@@ -251,7 +257,7 @@ class DirectPunishment(Wrapper):
         return spaces.Discrete(self.num_inner_actions * self.num_choices)
 
 
-class ThirdPartyPunishment(Wrapper):
+class ThirdPartyPunishment(_ParamsWrapper):
     """Third-party punishment: observers who do not play may pay to punish the players.
 
     The inner env's `A` agents are the *players*; `M = num_observers` *observers* are added as
@@ -304,13 +310,6 @@ class ThirdPartyPunishment(Wrapper):
     @property
     def agent_types(self) -> Array:
         return self._is_observer.astype(jnp.int32)
-
-    def default_params(self):
-        return _derive(self._env.default_params(), self._params_cls, {})
-
-    def validate_params(self, params) -> None:
-        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
-        self._params_cls._param_check(params)
 
     def reset(self, key, params):
         inner, ts = self._env.reset(key, params)
@@ -574,7 +573,7 @@ class ReputationState:
     reputation: Array  # [A] float32 public scores in [0, 1]
 
 
-class Reputation(Wrapper):
+class Reputation(_ParamsWrapper):
     """A public reputation score per agent, updated from its observed actions, in every observation.
 
     After each step, an agent that made a labelled choice (inner `extras["cooperated"]` or, if the
@@ -618,13 +617,6 @@ class Reputation(Wrapper):
             unit,
         )
         self._ego = _ego(self.num_agents)
-
-    def default_params(self):
-        return _derive(self._env.default_params(), self._params_cls, {})
-
-    def validate_params(self, params) -> None:
-        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
-        self._params_cls._param_check(params)
 
     def reset(self, key, params):
         inner, ts = self._env.reset(key, params)
