@@ -1,0 +1,1 @@
+"""Multi-Agent Particle Environment worlds (simple spread, simple tag). Importing registers them."""
