@@ -187,6 +187,7 @@ def lambda_returns(
     v_t: Array,
     lambda_: ArrayLike,
     stop_target_gradients: bool = True,
+    done_t: Array | None = None,
 ) -> Array:
     """TD(lambda) returns (lambda-returns), in rlax's convention.
 
@@ -204,6 +205,11 @@ def lambda_returns(
       v_t: `[T, ...]` bootstrap values V(s_{t+1}).
       lambda_: scalar or array broadcastable to `[T, ...]` (may be traced).
       stop_target_gradients: whether to wrap the targets in `jax.lax.stop_gradient` (static).
+      done_t: optional `[T, ...]` bool, terminated OR truncated. Where true, `lambda_t` is set to
+        0, so the return stops at the episode boundary and bootstraps on `v_t`, the value of the
+        episode's final observation (zero weight at termination through `discount_t`). Needed
+        when a sequence holds several episodes (replayed streams); this is PyMARL2's TD(lambda)
+        recursion with its padding mask replaced by an explicit cut.
 
     Returns:
       `[T, ...]` the lambda-returns G_t.
@@ -211,6 +217,9 @@ def lambda_returns(
     _assert_time_major(r_t, discount_t, v_t)
     chex.assert_type([r_t, discount_t, v_t], float)
     lambda_ = jnp.broadcast_to(jnp.asarray(lambda_, dtype=r_t.dtype), r_t.shape)
+    if done_t is not None:
+        _assert_time_major(r_t, done_t)
+        lambda_ = jnp.where(jnp.asarray(done_t, bool), 0.0, lambda_).astype(r_t.dtype)
 
     def _step(g_tp1: Array, xs: tuple[Array, Array, Array, Array]) -> tuple[Array, Array]:
         r, discount, v, lam = xs
@@ -229,6 +238,7 @@ def n_step_returns(
     v_t: Array,
     n: int,
     stop_target_gradients: bool = True,
+    done_t: Array | None = None,
 ) -> Array:
     """n-step bootstrapped returns, truncated at the end of the sequence (rlax semantics).
 
@@ -248,6 +258,9 @@ def n_step_returns(
       v_t: `[T, ...]` bootstrap values V(s_{t+1}).
       n: number of steps, a static Python int >= 1.
       stop_target_gradients: whether to wrap the targets in `jax.lax.stop_gradient` (static).
+      done_t: optional `[T, ...]` bool, terminated OR truncated. Where true at `t + k` (k < n), the
+        target stops there and bootstraps on `v_{t+k}` (the final observation's value), instead
+        of summing rewards of the next episode.
 
     Returns:
       `[T, ...]` the n-step returns G_t.
@@ -271,7 +284,13 @@ def n_step_returns(
     v_pad = _pad(v_t, v_last)
 
     returns = v_pad[n - 1 : n - 1 + seq_len]
+    if done_t is not None:
+        _assert_time_major(r_t, done_t)
+        done_pad = _pad(jnp.asarray(done_t, bool), jnp.zeros((), bool))
     for i in reversed(range(n)):
+        if done_t is not None and i < n - 1:
+            # An episode ended after step t+i: bootstrap on its final value, drop what follows.
+            returns = jnp.where(done_pad[i : i + seq_len], v_pad[i : i + seq_len], returns)
         returns = r_pad[i : i + seq_len] + discount_pad[i : i + seq_len] * returns
     if stop_target_gradients:
         returns = jax.lax.stop_gradient(returns)

@@ -167,6 +167,7 @@ def make_train(
                 ts_next.truncated,
                 ts_next.extras["final_obs"],
                 ts_next.extras["final_global_state"],
+                ts_next.extras["final_action_mask"],
                 info,
                 ts_next.extras["episode_return"],
                 ts_next.extras["episode_length"],
@@ -183,7 +184,8 @@ def make_train(
 
         initial_carry = state.carry
         state, out = jax.lax.scan(env_step, state, None, length=T)
-        obs, actions, reward, term, trunc, next_obs, next_gs, info, ep_ret, ep_len, ep_metrics = out
+        (obs, actions, reward, term, trunc, next_obs, next_gs, next_mask, info) = out[:9]
+        ep_ret, ep_len, ep_metrics = out[9:]
         ts = state.timestep
         traj = Trajectory(
             observation=obs,
@@ -193,6 +195,7 @@ def make_train(
             truncated=trunc,
             next_obs=next_obs,
             next_global_state=next_gs,
+            next_action_mask=next_mask,
             policy_info=info,
             last_observation=Observation(
                 ts.obs, ts.action_mask, ts.global_state, state.episode_start

@@ -58,6 +58,7 @@ class Trajectory:
       next_obs: `[T, E, A, *obs_shape]` observation after the step (the *final* observation at
         episode ends), for bootstrapping.
       next_global_state: `[T, E, *state_shape]`, likewise.
+      next_action_mask: `[T, E, A, N]`, likewise (for masked bootstrap targets).
       policy_info: agent-specific pytree returned by `act` (e.g. log-probabilities and values).
       last_observation: the observation after the final step (leaves `[E, ...]`, no time axis).
       initial_carry: the recurrent carry before the first step (leaves `[E, ...]`).
@@ -70,6 +71,7 @@ class Trajectory:
     truncated: Array
     next_obs: Array
     next_global_state: Array
+    next_action_mask: Array
     policy_info: Any
     last_observation: Observation
     initial_carry: Any

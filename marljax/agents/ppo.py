@@ -27,6 +27,7 @@ import optax
 from flax import struct
 
 from marljax import distributions, losses
+from marljax.agents import common
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
@@ -72,7 +73,7 @@ class PPOConfig:
 
     def __post_init__(self):
         _check_choice("critic_input", self.critic_input, ("local", "global"))
-        _check_choice("parameter_mode", self.parameter_mode, ("shared", "shared_id", "independent"))
+        common.check_parameter_mode(self.parameter_mode)
         for name in ("num_epochs", "num_minibatches", "gru_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -179,47 +180,24 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         high = jnp.broadcast_to(jnp.asarray(act_space.high, jnp.float32), act_space.shape)
 
     # ---------------------------------------------------------------- inputs
-    eye = jnp.eye(A, dtype=jnp.float32)
+    obs_rank = len(env.observation_space(env_params).shape)
+    state_rank = len(env.global_state_space(env_params).shape)
 
     def actor_inputs(obs: Array) -> Array:
         """`obs [..., A, *obs_shape]` -> `[..., A, actor_in]`."""
-        x = obs.reshape(*obs.shape[: obs.ndim - len(env.observation_space(env_params).shape)], -1)
-        x = x.astype(jnp.float32)
-        if add_id:
-            x = jnp.concatenate([x, jnp.broadcast_to(eye, (*x.shape[:-1], A))], axis=-1)
-        return x
+        return common.agent_inputs(obs, obs_rank, A, add_id)
 
     def critic_inputs(obs: Array, global_state: Array) -> Array:
         """-> `[..., A, critic_in]` (global state is broadcast to every agent)."""
         if config.critic_input == "local":
             return actor_inputs(obs)
-        gs = global_state.reshape(
-            *global_state.shape[
-                : global_state.ndim - len(env.global_state_space(env_params).shape)
-            ],
-            -1,
-        )
-        x = jnp.broadcast_to(gs[..., None, :], (*gs.shape[:-1], A, gs.shape[-1])).astype(
-            jnp.float32
-        )
-        if add_id:
-            x = jnp.concatenate([x, jnp.broadcast_to(eye, (*x.shape[:-1], A))], axis=-1)
-        return x
+        x = common.broadcast_to_agents(global_state, state_rank, A)
+        return common.agent_inputs(x, 1, A, add_id)
 
     # ---------------------------------------------------------------- apply over agents
     def apply_agents(net: nn.Module, params: Any, carry: Array, xs: Array, resets: Array):
         """`xs [T, B, A, D]`, `carry [B, A, H]`, `resets [T, B]` -> `(carry, out [T, B, A, O])`."""
-        resets_a = jnp.broadcast_to(resets[..., None], xs.shape[:-1])
-        if independent:
-            carry, out = jax.vmap(net.apply, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(
-                params, carry, xs, resets_a
-            )
-            return carry, out
-        T, B = xs.shape[:2]
-        c, out = net.apply(
-            params, carry.reshape(B * A, -1), xs.reshape(T, B * A, -1), resets_a.reshape(T, B * A)
-        )
-        return c.reshape(B, A, -1), out.reshape(T, B, A, -1)
+        return common.apply_over_agents(net.apply, params, carry, xs, resets, independent)
 
     def distribution(actor_out: Array, mask: Array, log_std: Array):
         if discrete:
@@ -270,10 +248,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         )
 
     def init(key: Array, hparams: PPOHParams) -> PPOState:
-        if independent:
-            actor, critic = jax.vmap(init_one)(jax.random.split(key, A))
-        else:
-            actor, critic = init_one(key)
+        actor, critic = common.init_per_agent(init_one, key, A, independent)
         params = (actor, critic)
         return PPOState(
             actor_params=actor,

@@ -75,8 +75,9 @@ class AutoReset(Wrapper):
 
     After a step that ends an episode (`terminated` or `truncated`), the returned timestep carries
     the reward, flags and `extras` of the final transition, but `obs`, `global_state` and
-    `action_mask` of the *new* episode; the final ones are in `extras["final_obs"]` and
-    `extras["final_global_state"]`, for bootstrapping at truncation.
+    `action_mask` of the *new* episode; the final ones are in `extras["final_obs"]`,
+    `extras["final_global_state"]` and `extras["final_action_mask"]`, for bootstrapping at
+    truncation.
 
     The reset is a `lax.cond` (paid only at episode ends when unbatched; under `vmap` both
     branches run, which costs one reset per step).
@@ -84,13 +85,18 @@ class AutoReset(Wrapper):
 
     def reset(self, key: PRNGKey, params: EnvParams) -> tuple[Any, TimeStep]:
         state, ts = self._env.reset(key, params)
-        return state, self._add_final(ts, ts.obs, ts.global_state)
+        return state, self._add_final(ts, ts)
 
     @staticmethod
-    def _add_final(ts: TimeStep, final_obs: Array, final_gs: Array) -> TimeStep:
-        return ts.replace(
-            extras={**ts.extras, "final_obs": final_obs, "final_global_state": final_gs}
-        )
+    def _add_final(ts: TimeStep, final: TimeStep) -> TimeStep:
+        """`ts` with the observation fields of `final` (the step's own result) in its extras."""
+        extras = {
+            **ts.extras,
+            "final_obs": final.obs,
+            "final_global_state": final.global_state,
+            "final_action_mask": final.action_mask,
+        }
+        return ts.replace(extras=extras)
 
     def step(self, key, state, actions, params):
         key_step, key_reset = jax.random.split(key)
@@ -106,7 +112,7 @@ class AutoReset(Wrapper):
         ts = ts_st.replace(
             obs=ts_re.obs, global_state=ts_re.global_state, action_mask=ts_re.action_mask
         )
-        return state_re, self._add_final(ts, ts_st.obs, ts_st.global_state)
+        return state_re, self._add_final(ts, ts_st)
 
 
 @struct.dataclass
@@ -161,8 +167,8 @@ class BatchedAutoReset:
     step but the last of an episode pays for a reset. Results are identical to `vmap(AutoReset)`.
 
     Same conventions as `AutoReset`: after an ended episode, `obs`, `global_state` and
-    `action_mask` are the new episode's; the final ones are in `extras["final_obs"]` and
-    `extras["final_global_state"]`.
+    `action_mask` are the new episode's; the final ones are in `extras["final_obs"]`,
+    `extras["final_global_state"]` and `extras["final_action_mask"]`.
 
     Args:
       env: a per-environment `Environment` (wrappers such as `EpisodeStats` go inside).
@@ -177,7 +183,7 @@ class BatchedAutoReset:
     def reset(self, keys: Array, params: EnvParams) -> tuple[Any, TimeStep]:
         """Reset `E = len(keys)` environments; leaves `[E, ...]`."""
         states, ts = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
-        return states, AutoReset._add_final(ts, ts.obs, ts.global_state)
+        return states, AutoReset._add_final(ts, ts)
 
     def step(self, keys: Array, states: Any, actions: Array, params: EnvParams):
         """Step `E` environments with `actions [E, A, ...]`, resetting those whose episode ended."""
@@ -205,7 +211,7 @@ class BatchedAutoReset:
 
         states_new, (obs, gs, mask) = jax.lax.cond(any_done, _reset, _keep, None)
         ts = ts_st.replace(obs=obs, global_state=gs, action_mask=mask)
-        return states_new, AutoReset._add_final(ts, ts_st.obs, ts_st.global_state)
+        return states_new, AutoReset._add_final(ts, ts_st)
 
 
 def _fields(ts: TimeStep) -> tuple[Array, Array, Array]:

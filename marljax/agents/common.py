@@ -1,0 +1,105 @@
+"""Pieces every agent shares: per-agent network inputs and applying a network over the agent axis.
+
+The three parameter modes of DESIGN.md section 3 live here once:
+
+- `shared`: one parameter pytree, agents folded into the batch;
+- `shared_id`: the same, with a one-hot agent id appended to each agent's input;
+- `independent`: one parameter pytree with a leading agent axis `[A, ...]`, applied with `vmap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+
+PARAMETER_MODES = ("shared", "shared_id", "independent")
+
+
+def check_parameter_mode(mode: str) -> None:
+    """Raise a clear `ValueError` for an unknown parameter mode."""
+    if mode not in PARAMETER_MODES:
+        raise ValueError(f"parameter_mode must be one of {PARAMETER_MODES}, got {mode!r}")
+
+
+def agent_inputs(x: Array, feature_rank: int, num_agents: int, add_id: bool) -> Array:
+    """Flatten per-agent features and optionally append a one-hot agent id.
+
+    Args:
+      x: `[..., A, *feature_shape]` per-agent features (e.g. observations).
+      feature_rank: `len(feature_shape)` (static).
+      num_agents: `A`.
+      add_id: append the one-hot id of each agent (the `shared_id` parameter mode).
+
+    Returns:
+      `[..., A, D]` float32 inputs, `D = prod(feature_shape) (+ A)`.
+    """
+    x = x.reshape(*x.shape[: x.ndim - feature_rank], -1).astype(jnp.float32)
+    if add_id:
+        eye = jnp.eye(num_agents, dtype=jnp.float32)
+        x = jnp.concatenate([x, jnp.broadcast_to(eye, (*x.shape[:-1], num_agents))], axis=-1)
+    return x
+
+
+def broadcast_to_agents(state: Array, state_rank: int, num_agents: int) -> Array:
+    """`[..., *state_shape]` -> `[..., A, S]`: a centralised input given to every agent."""
+    s = state.reshape(*state.shape[: state.ndim - state_rank], -1).astype(jnp.float32)
+    return jnp.broadcast_to(s[..., None, :], (*s.shape[:-1], num_agents, s.shape[-1]))
+
+
+def apply_over_agents(
+    apply_fn: Callable[..., tuple[Array, Any]],
+    params: Any,
+    carry: Array,
+    xs: Array,
+    resets: Array,
+    independent: bool,
+) -> tuple[Array, Any]:
+    """Apply a per-agent sequence network to every agent.
+
+    Args:
+      apply_fn: `apply_fn(params, carry [B, H], xs [T, B, D], resets [T, B]) -> (carry [B, H],
+        outs)` where every leaf of `outs` has leading axes `[T, B]` (e.g. a flax `Module.apply`).
+      params: the network parameters; with a leading agent axis `[A, ...]` when `independent`.
+      carry: `[B, A, H]` recurrent state.
+      xs: `[T, B, A, D]` inputs.
+      resets: `[T, B]` bool episode starts (shared by the agents of one environment).
+      independent: parameters have a leading agent axis (applied with `vmap`); otherwise agents
+        are folded into the batch.
+
+    Returns:
+      `(carry [B, A, H], outs)` with every leaf of `outs` shaped `[T, B, A, ...]`.
+    """
+    A = xs.shape[2]
+    resets_a = jnp.broadcast_to(resets[..., None], xs.shape[:-1])
+    if independent:
+        return jax.vmap(apply_fn, in_axes=(0, 1, 2, 2), out_axes=(1, 2))(
+            params, carry, xs, resets_a
+        )
+    T, B = xs.shape[:2]
+    c, outs = apply_fn(
+        params, carry.reshape(B * A, -1), xs.reshape(T, B * A, -1), resets_a.reshape(T, B * A)
+    )
+    outs = jax.tree.map(lambda o: o.reshape(T, B, A, *o.shape[2:]), outs)
+    return c.reshape(B, A, -1), outs
+
+
+def init_per_agent(init_one: Callable[[Array], Any], key: Array, num_agents: int, independent):
+    """`init_one(key)` once (shared modes) or once per agent, stacked on a leading axis."""
+    if independent:
+        return jax.vmap(init_one)(jax.random.split(key, num_agents))
+    return init_one(key)
+
+
+__all__ = [
+    "PARAMETER_MODES",
+    "agent_inputs",
+    "apply_over_agents",
+    "broadcast_to_agents",
+    "check_parameter_mode",
+    "init_per_agent",
+]
