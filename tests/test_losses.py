@@ -474,3 +474,49 @@ def test_hyperparameters_may_be_traced():
     np.testing.assert_allclose(
         loss, [0.8 / 6, -np.mean(np.multiply(PPO_RATIO, PPO_ADV))], rtol=1e-5
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Episode boundaries inside a sequence (replayed streams): done_t cuts the return.
+# ----------------------------------------------------------------------------------------------
+
+
+@JIT
+def test_lambda_returns_cut_at_done(jit):
+    # Episode 1 = steps 0, 1 (truncated at 1: bootstrap on v[1], the final obs's value);
+    # episode 2 = steps 2, 3 (terminated at 3).
+    r, v = f32([1.0, 2.0, 3.0, 4.0]), f32([10.0, 20.0, 30.0, 40.0])
+    gamma, lam = 0.5, 0.8
+    term = np.array([0, 0, 0, 1], bool)
+    done = np.array([0, 1, 0, 1], bool)
+    discount = f32(gamma * (1.0 - term))
+    fn = variant(losses.lambda_returns, jit)
+    g = np.asarray(fn(r, discount, v, lam, done_t=jnp.asarray(done)))
+    g3 = 4.0  # terminal: no bootstrap
+    g2 = 3.0 + gamma * ((1 - lam) * 30.0 + lam * g3)
+    g1 = 2.0 + gamma * 20.0  # truncated: one-step bootstrap on the final value, no mixing
+    g0 = 1.0 + gamma * ((1 - lam) * 10.0 + lam * g1)
+    np.testing.assert_allclose(g, [g0, g1, g2, g3], rtol=1e-6)
+    # Without the cut the return would leak the next episode's rewards into step 1.
+    leaky = np.asarray(fn(r, discount, v, lam))
+    assert not np.isclose(leaky[1], g1)
+
+
+@JIT
+def test_n_step_returns_cut_at_done(jit):
+    r, v = f32([1.0, 2.0, 3.0, 4.0]), f32([10.0, 20.0, 30.0, 40.0])
+    gamma = 0.5
+    done = np.array([0, 1, 0, 0], bool)  # truncation after step 1
+    discount = f32([gamma] * 4)
+    fn = variant(losses.n_step_returns, jit, n=3)
+    g = np.asarray(fn(r, discount, v, done_t=jnp.asarray(done)))
+    expected = [
+        1.0 + gamma * (2.0 + gamma * 20.0),  # stops at the truncation, bootstraps on v[1]
+        2.0 + gamma * 20.0,
+        3.0 + gamma * (4.0 + gamma * 40.0),  # runs off the end: bootstraps on v[T-1]
+        4.0 + gamma * 40.0,
+    ]
+    np.testing.assert_allclose(g, expected, rtol=1e-6)
+    # No done anywhere: identical to the plain n-step returns.
+    plain = np.asarray(fn(r, discount, v))
+    np.testing.assert_allclose(np.asarray(fn(r, discount, v, done_t=jnp.zeros(4, bool))), plain)

@@ -9,6 +9,7 @@ from typing import Any
 
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, PPOHParams, ippo, make_ppo, mappo
+from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,30 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"critic_input": "global"},
         "Multi-agent PPO: decentralised actors, centralised critic on the global state.",
     ),
+    "iql": AlgoSpec(
+        "iql",
+        QConfig,
+        QHParams,
+        make_q_learner,
+        {"mixer": "none"},
+        "Independent Q-learning with replay (value-based learner without a mixer).",
+    ),
+    "vdn": AlgoSpec(
+        "vdn",
+        QConfig,
+        QHParams,
+        make_q_learner,
+        {"mixer": "vdn"},
+        "VDN: Q_tot as the sum of per-agent values.",
+    ),
+    "qmix": AlgoSpec(
+        "qmix",
+        QConfig,
+        QHParams,
+        make_q_learner,
+        {"mixer": "qmix"},
+        "QMIX: monotonic hypernetwork mixing of per-agent values on the global state.",
+    ),
 }
 
 
@@ -61,9 +86,15 @@ __all__ = [
     "Observation",
     "PPOConfig",
     "PPOHParams",
+    "QConfig",
+    "QHParams",
     "Trajectory",
     "algo_spec",
+    "iql",
     "ippo",
     "make_ppo",
+    "make_q_learner",
     "mappo",
+    "qmix",
+    "vdn",
 ]

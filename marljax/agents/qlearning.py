@@ -75,7 +75,8 @@ class QConfig:
       buffer_size: replay capacity in sequences.
       batch_size: sequences per gradient step.
       sequence_len: steps per stored sequence; must divide the runner's `rollout_len` and be at
-        most the env's `max_steps`. None: `min(max_steps, 32)`.
+        most the env's `max_steps`. Set it to the episode length (with `rollout_len` a multiple
+        of it) to store whole episodes, as PyMARL and JaxMARL do.
       gradient_steps: gradient steps per update (per rollout).
       learning_starts: environment steps collected before the first gradient step (learning
         also waits until the buffer holds one batch).
@@ -104,7 +105,7 @@ class QConfig:
     mixer_init_scale: float = 1.0
     buffer_size: int = 5000
     batch_size: int = 128
-    sequence_len: int | None = None
+    sequence_len: int = 8
     gradient_steps: int = 1
     learning_starts: int = 0
     target: str = "lambda"
@@ -134,14 +135,13 @@ class QConfig:
             "gradient_steps",
             "n_steps",
             "target_update_interval",
+            "sequence_len",
         ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"QConfig.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("learning_starts", "lr_decay_steps"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"QConfig.{name} must be >= 0, got {getattr(self, name)}")
-        if self.sequence_len is not None and int(self.sequence_len) < 1:
-            raise ValueError(f"QConfig.sequence_len must be >= 1, got {self.sequence_len}")
         if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
             raise ValueError(
                 f"QConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
@@ -364,7 +364,7 @@ def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | No
             "state; use mixer='vdn' or 'none', or give the env a global state"
         )
     max_steps = int(env_params.max_steps)
-    L = int(config.sequence_len) if config.sequence_len is not None else min(max_steps, 32)
+    L = int(config.sequence_len)
     if L > max_steps:
         raise ValueError(
             f"QConfig.sequence_len = {L} is longer than the episode cap of {env.name} "
