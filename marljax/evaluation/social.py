@@ -28,6 +28,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
@@ -195,9 +196,11 @@ def bootstrap_ci(
 ) -> tuple[Array, Array, Array]:
     """Mean of `values` with a percentile bootstrap confidence interval (resampling the runs).
 
+    A one-task special case of `marljax.evaluation.stats.interval_estimate` (which it calls).
+
     Args:
       key: PRNG key.
-      values: `[S]` one value per run (e.g. per seed).
+      values: `[S]` one value per run (e.g. per seed); NaN/inf raise a `ValueError`.
       num_resamples: bootstrap resamples (static).
       confidence: coverage of the interval.
 
@@ -206,11 +209,15 @@ def bootstrap_ci(
 
     Reference: B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", 1993.
     """
-    x = jnp.asarray(values, jnp.float32)
-    idx = jax.random.randint(key, (num_resamples, x.shape[0]), 0, x.shape[0])
-    means = x[idx].mean(axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    return x.mean(), jnp.quantile(means, alpha), jnp.quantile(means, 1.0 - alpha)
+    from marljax.evaluation.stats import aggregate_mean, interval_estimate
+
+    x = values if isinstance(values, jax.core.Tracer) else np.asarray(values)
+    if x.ndim != 1:
+        raise ValueError(f"values must be [S] (one value per run), got shape {x.shape}")
+    est = interval_estimate(
+        key, aggregate_mean, x[:, None], num_resamples=num_resamples, confidence=confidence
+    )
+    return est.point, est.low, est.high
 
 
 # ----------------------------------------------------------------------------- wrapper

@@ -1,0 +1,156 @@
+"""QMIX training on MPE simple spread: marljax vs JaxMARL's recurrent QMIX, matched settings.
+
+Task: cooperative navigation, 3 agents, 3 landmarks, discrete actions, 25-step episodes
+(`particle/simple_spread-v0` here, `MPE_simple_spread_v3` in JaxMARL 0.2.0).
+
+jaxmarl: `baselines/QLearning/qmix_rnn.py` from a JaxMARL source checkout, run unmodified with its
+own configuration files (`config/config.yaml` + `config/alg/ql_rnn_mpe.yaml`): 8 envs, rollouts
+of 26 steps from a fresh reset, a flashbax buffer of 5000 rollouts, batches of 32, one gradient
+step per rollout, GRU agents (64) with agent ids, mixer 32 / hypernet 128 / init scale 0.001,
+RAdam lr 0.005 decayed linearly, grad clip 25, gamma 0.9, target copied every 200 updates,
+epsilon 1 -> 0.05 over 10% of the updates, learning from 10,000 steps. The checkout's path comes
+from `--jaxmarl-src` or `$JAXMARL_SRC` (the scripts are not in JaxMARL's pip package; they are
+imported from the checkout, never copied here).
+
+marljax: `make_q_learner` with the `jaxmarl` preset (`marljax.agents.qlearning.PRESETS`) and the
+same sizes: 8 envs, rollouts of 25 steps stored as one 25-step sequence (one episode), buffer
+5000 sequences, batches of 32, one gradient step per rollout, lr decayed over the run, epsilon
+annealed over 10% of the steps, team reward summed over agents like JaxMARL's rollout manager.
+Differences we keep: our targets bootstrap at the time limit (JaxMARL treats it as terminal), and
+our rollouts are 25 steps (JaxMARL's 26, so it does 4% fewer gradient steps per env step).
+
+Timing: one fused training program per framework (compile apart from run), no evaluation inside.
+Return: greedy evaluation after training, the episode return summed over agents, averaged over
+512 episodes (JaxMARL: its own greedy test at the end of a second, identical run with
+`TEST_DURING_TRAINING`; ours: `marljax.evaluation.rollout.evaluate_policy` with epsilon 0).
+
+    python bench/bench_qmix.py --jaxmarl-src PATH [--steps 1000000] [--json PATH] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+import jax
+import numpy as np
+from harness import Options, Result, SkipCase, case, main, timed
+
+import marljax
+from marljax.agents.qlearning import QConfig, make_q_learner, preset
+from marljax.evaluation.rollout import evaluate_policy
+from marljax.train import TrainConfig, make_train
+
+NUM_ENVS, EPISODE = 8, 25
+_ARGS = {"steps": 1_000_000, "jaxmarl_src": os.environ.get("JAXMARL_SRC")}
+
+
+def _steps(opts: Options) -> int:
+    return 8 * 26 * 60 if opts.quick else int(_ARGS["steps"])
+
+
+def _task(steps: int) -> str:
+    return f"QMIX MPE simple spread (3 agents, E={NUM_ENVS}, {steps / 1e6:g}M env steps)"
+
+
+@case("qmix_mpe/marljax")
+def marljax_qmix(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    env, params = marljax.make("particle/simple_spread-v0")
+    cfg_over, hp = preset("jaxmarl")
+    config = TrainConfig(num_envs=NUM_ENVS, rollout_len=EPISODE, total_env_steps=steps)
+    cfg = QConfig(
+        **{**cfg_over, "sequence_len": EPISODE, "team_reward": "sum"},
+        lr_decay_steps=config.num_updates,
+    )
+    hp = hp.replace(eps_anneal_steps=0.1 * steps)
+    agent = make_q_learner(cfg, env, params)
+    trainer = make_train(config, env, agent, params)
+    key = jax.random.PRNGKey(0)
+    t = timed(trainer.train, key, hp, repeats=1, first_call=False)
+    state, _ = t.output
+    greedy = hp.replace(eps_start=0.0, eps_finish=0.0)
+    ev = jax.jit(evaluate_policy, static_argnums=(0, 2, 6, 7))(
+        env, params, agent, state.agent_state, greedy, jax.random.PRNGKey(1), 512, EPISODE
+    )
+    ret = float(ev["episode_return"]) * env.num_agents
+    return [
+        t.result(
+            _task(steps),
+            "marljax",
+            config.num_updates * config.steps_per_update,
+            notes={"greedy_return": ret, "num_updates": config.num_updates},
+        )
+    ]
+
+
+def _jaxmarl_module():
+    requires_src = _ARGS["jaxmarl_src"]
+    if not requires_src:
+        raise SkipCase("needs a JaxMARL source checkout: --jaxmarl-src PATH or $JAXMARL_SRC")
+    folder = os.path.join(requires_src, "baselines", "QLearning")
+    if not os.path.exists(os.path.join(folder, "qmix_rnn.py")):
+        raise SkipCase(f"{folder}/qmix_rnn.py not found")
+    for module in ("jaxmarl", "flashbax", "hydra", "omegaconf", "wandb", "yaml"):
+        if importlib.util.find_spec(module) is None:
+            raise SkipCase(f"JaxMARL's qmix_rnn.py needs {module} (pip install it)")
+    sys.path.insert(0, folder)
+    import yaml
+
+    module = importlib.import_module("qmix_rnn")
+    with open(os.path.join(folder, "config", "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    with open(os.path.join(folder, "config", "alg", "ql_rnn_mpe.yaml")) as f:
+        config.update(yaml.safe_load(f))
+    return module, config
+
+
+@case("qmix_mpe/jaxmarl")
+def jaxmarl_qmix(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    module, base = _jaxmarl_module()
+    config = {**base, "TOTAL_TIMESTEPS": steps, "NUM_SEEDS": 1, "WANDB_MODE": "disabled"}
+    env, _ = module.env_from_config(dict(config))
+    timing_cfg = {**config, "TEST_DURING_TRAINING": False}
+    train = module.make_train(dict(timing_cfg), env)
+    t = timed(train, jax.random.PRNGKey(0), repeats=1, first_call=False)
+    updates = steps // config["NUM_STEPS"] // config["NUM_ENVS"]
+    # The return: the same run with its own greedy test switched on (read at the end).
+    test_cfg = {**config, "TEST_DURING_TRAINING": True}
+    out = jax.jit(module.make_train(dict(test_cfg), env))(jax.random.PRNGKey(0))
+    test_state = out["runner_state"][2]
+    ret = float(np.asarray(test_state["returned_episode_returns"]))
+    return [
+        t.result(
+            _task(steps),
+            "jaxmarl",
+            updates * config["NUM_STEPS"] * config["NUM_ENVS"],
+            notes={"greedy_return": ret, "num_updates": updates},
+        )
+    ]
+
+
+def _returns(results: list[Result]) -> str:
+    lines = ["", "| framework | greedy return (sum over agents, 512 episodes) |", "|---|---:|"]
+    for r in results:
+        lines.append(f"| {r.framework} | {r.notes.get('greedy_return', float('nan')):.2f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--jaxmarl-src", default=_ARGS["jaxmarl_src"])
+    pre.add_argument("--steps", type=int, default=_ARGS["steps"])
+    known, rest = pre.parse_known_args()
+    _ARGS.update(jaxmarl_src=known.jaxmarl_src, steps=known.steps)
+    sys.argv = [sys.argv[0], *rest]
+    main(
+        ["qmix_mpe/jaxmarl", "qmix_mpe/marljax"],
+        __doc__.splitlines()[0],
+        baseline="jaxmarl",
+        after=_returns,
+        repeats=1,
+        first_call=False,
+    )
