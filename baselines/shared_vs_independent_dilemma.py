@@ -1,4 +1,4 @@
-"""IPPO with shared vs independent parameters on the repeated Stag Hunt: cooperation over seeds.
+"""Shared vs independent parameters (IPPO or IQL) on the repeated Stag Hunt: cooperation over seeds.
 
 Small-scale direction check of "How Exploration Breaks Cooperation in Shared-Policy Multi-Agent
 Reinforcement Learning": independent learners whose policy parameters are shared by both agents vs
@@ -6,8 +6,10 @@ one parameter set per agent, on a dilemma with a stable, payoff-dominant coopera
 (Stag Hunt, 10 rounds: stag-stag 2 each, hare 1 whatever the other does, stag alone 0). Each mode
 trains all seeds in one program; the cooperation rate (fraction of stag choices of the trained
 stochastic policies, `marljax.evaluation.social`) is reported per seed with a bootstrap 95% CI.
+With `--algo iql` the learners are independent DQNs (the value-based learner without a mixer,
+epsilon-greedy during training), as in the paper; they are evaluated greedily.
 
-    python baselines/shared_vs_independent_dilemma.py [--seeds 64] [--out runs]
+    python baselines/shared_vs_independent_dilemma.py [--algo ippo|iql] [--seeds 64] [--out runs]
 """
 
 import argparse
@@ -20,22 +22,43 @@ from marljax.evaluation.social import bootstrap_ci, evaluate_social
 from marljax.experiment import Experiment, build, run_experiment
 from marljax.train import TrainConfig
 
+#: per algorithm: (static agent settings, traced hparams, env steps per run)
+SETTINGS = {
+    "ippo": ({"hidden_sizes": (32,), "num_minibatches": 2}, {"lr": 3e-3, "ent_coef": 0.05}, 16_000),
+    "iql": (
+        {
+            "recurrent": False,
+            "hidden_sizes": (32,),
+            "sequence_len": 10,
+            "batch_size": 32,
+            "buffer_size": 1000,
+            "target": "one_step",
+            "target_update_interval": 50,
+        },
+        {"lr": 3e-3, "eps_anneal_steps": 10_000.0, "eps_finish": 0.05},
+        32_000,
+    ),
+}
 
-def run_mode(mode: str, seeds: int, out: str, key: jax.Array) -> None:
-    """Train `seeds` IPPO runs in one program, then evaluate their cooperation rate."""
+
+def run_mode(algo: str, mode: str, seeds: int, out: str, key: jax.Array) -> None:
+    """Train `seeds` runs in one program, then evaluate their cooperation rate."""
+    agent, hparams, steps = SETTINGS[algo]
     exp = Experiment(
-        algo="ippo",
+        algo=algo,
         env="social/stag_hunt-v0",
         seeds=seeds,
-        train=TrainConfig(num_envs=16, rollout_len=10, total_env_steps=16 * 10 * 100),
-        agent={"parameter_mode": mode, "hidden_sizes": (32,), "num_minibatches": 2},
-        hparams={"lr": 3e-3, "ent_coef": 0.05},
+        train=TrainConfig(num_envs=16, rollout_len=10, total_env_steps=steps),
+        agent={"parameter_mode": mode, **agent},
+        hparams=hparams,
         out_dir=out,
         checkpoint=False,
     )
     result = run_experiment(exp, progress=False)
     built = build(exp)
     hparams = jax.tree.map(lambda x: x[0], built.hparams)
+    if algo == "iql":  # evaluate the greedy policy
+        hparams = hparams.replace(eps_start=0.0, eps_finish=0.0)
     agent_states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # [S, ...]
 
     def evaluate(agent_state, k):
@@ -45,7 +68,7 @@ def run_mode(mode: str, seeds: int, out: str, key: jax.Array) -> None:
     rates = np.asarray(metrics["social/cooperation_rate"])
     mean, low, high = bootstrap_ci(key, rates)
     print(
-        f"{mode:>11}: cooperation rate {mean:.3f} [95% CI {low:.3f}, {high:.3f}] over {seeds} "
+        f"{algo} {mode:>11}: cooperation rate {mean:.3f} [95% CI {low:.3f}, {high:.3f}] over {seeds} "
         f"seeds; efficiency {np.mean(metrics['social/efficiency']):.3f} (max 4)"
     )
     print(f"{'':>11}  per seed: {' '.join(f'{r:.2f}' for r in rates)}  ({result.run_dir})")
@@ -53,11 +76,12 @@ def run_mode(mode: str, seeds: int, out: str, key: jax.Array) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algo", default="ippo", choices=sorted(SETTINGS), help="learner")
     parser.add_argument("--seeds", type=int, default=64, help="number of seeds per mode")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
     args = parser.parse_args(argv)
     for mode in ("shared", "independent"):
-        run_mode(mode, args.seeds, args.out, jax.random.PRNGKey(2026))
+        run_mode(args.algo, mode, args.seeds, args.out, jax.random.PRNGKey(2026))
 
 
 if __name__ == "__main__":

@@ -718,6 +718,21 @@ def q_table(
     return {"q": np.asarray(q), "q_tot": np.asarray(q_tot).reshape((N,) * A)}
 
 
+def first_step_q_table(
+    agent_config: QConfig,
+    env: Environment,
+    state: QState,
+    env_params: EnvParams | None = None,
+    key: Array | None = None,
+) -> dict[str, np.ndarray]:
+    """`q_table` at the first observation of an episode (e.g. a one-step matrix game)."""
+    env_params = env.default_params() if env_params is None else env_params
+    key = jax.random.PRNGKey(0) if key is None else key
+    _, ts = env.reset(key, env_params)
+    observation = Observation(ts.obs, ts.action_mask, ts.global_state, jnp.array(True))
+    return q_table(agent_config, env, state, observation, env_params)
+
+
 def format_q_table(table: dict[str, np.ndarray], decimals: int = 2) -> str:
     """A printable rendering of `q_table`'s output (2-agent joint tables as a grid)."""
     q, q_tot = table["q"], table["q_tot"]
@@ -745,6 +760,7 @@ __all__ = [
     "QNetwork",
     "QState",
     "epsilon",
+    "first_step_q_table",
     "format_q_table",
     "iql",
     "make_q_learner",
