@@ -30,13 +30,11 @@ Return: greedy evaluation after training, the episode return summed over agents,
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
 
 import jax
 import numpy as np
-from harness import Options, Result, SkipCase, case, main, timed
+from harness import Options, Result, case, jaxmarl_baseline, main, parse_jaxmarl_src, timed
 
 import marljax
 from marljax.agents.qlearning import QConfig, make_q_learner, preset
@@ -44,7 +42,7 @@ from marljax.evaluation.rollout import evaluate_policy
 from marljax.train import TrainConfig, make_train
 
 NUM_ENVS, EPISODE = 8, 25
-_ARGS = {"steps": 1_000_000, "jaxmarl_src": os.environ.get("JAXMARL_SRC")}
+_ARGS = {"steps": 1_000_000}
 
 
 def _steps(opts: Options) -> int:
@@ -86,31 +84,12 @@ def marljax_qmix(opts: Options) -> list[Result]:
     ]
 
 
-def _jaxmarl_module():
-    requires_src = _ARGS["jaxmarl_src"]
-    if not requires_src:
-        raise SkipCase("needs a JaxMARL source checkout: --jaxmarl-src PATH or $JAXMARL_SRC")
-    folder = os.path.join(requires_src, "baselines", "QLearning")
-    if not os.path.exists(os.path.join(folder, "qmix_rnn.py")):
-        raise SkipCase(f"{folder}/qmix_rnn.py not found")
-    for module in ("jaxmarl", "flashbax", "hydra", "omegaconf", "wandb", "yaml"):
-        if importlib.util.find_spec(module) is None:
-            raise SkipCase(f"JaxMARL's qmix_rnn.py needs {module} (pip install it)")
-    sys.path.insert(0, folder)
-    import yaml
-
-    module = importlib.import_module("qmix_rnn")
-    with open(os.path.join(folder, "config", "config.yaml")) as f:
-        config = yaml.safe_load(f)
-    with open(os.path.join(folder, "config", "alg", "ql_rnn_mpe.yaml")) as f:
-        config.update(yaml.safe_load(f))
-    return module, config
-
-
 @case("qmix_mpe/jaxmarl")
 def jaxmarl_qmix(opts: Options) -> list[Result]:
     steps = _steps(opts)
-    module, base = _jaxmarl_module()
+    module, base = jaxmarl_baseline(
+        "baselines/QLearning", "qmix_rnn", ["config/config.yaml", "config/alg/ql_rnn_mpe.yaml"]
+    )
     config = {**base, "TOTAL_TIMESTEPS": steps, "NUM_SEEDS": 1, "WANDB_MODE": "disabled"}
     env, _ = module.env_from_config(dict(config))
     timing_cfg = {**config, "TEST_DURING_TRAINING": False}
@@ -141,10 +120,9 @@ def _returns(results: list[Result]) -> str:
 
 if __name__ == "__main__":
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--jaxmarl-src", default=_ARGS["jaxmarl_src"])
     pre.add_argument("--steps", type=int, default=_ARGS["steps"])
-    known, rest = pre.parse_known_args()
-    _ARGS.update(jaxmarl_src=known.jaxmarl_src, steps=known.steps)
+    known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
+    _ARGS["steps"] = known.steps
     sys.argv = [sys.argv[0], *rest]
     main(
         ["qmix_mpe/jaxmarl", "qmix_mpe/marljax"],

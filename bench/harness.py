@@ -278,6 +278,59 @@ def requires(module: str, extra: str = "bench") -> Any:
     return importlib.import_module(module)
 
 
+#: path of a JaxMARL source checkout (its training scripts are not in the pip package); set by
+#: `--jaxmarl-src` of the scripts that use it, or `$JAXMARL_SRC`.
+JAXMARL_SRC: dict[str, str | None] = {"path": os.environ.get("JAXMARL_SRC")}
+
+
+def jaxmarl_baseline(folder: str, module: str, config_files: Sequence[str]) -> tuple[Any, dict]:
+    """Import a training script of a JaxMARL source checkout, unmodified, with its own configs.
+
+    Args:
+      folder: the script's folder inside the checkout, e.g. `"baselines/IPPO"`.
+      module: the script's module name, e.g. `"ippo_ff_mpe"`.
+      config_files: YAML files relative to `folder`, merged in order (later ones win).
+
+    Returns:
+      `(module, config dict)`.
+
+    Raises:
+      SkipCase: no checkout given, the script is missing, or one of its imports is missing.
+    """
+    src = JAXMARL_SRC["path"]
+    if not src:
+        raise SkipCase("needs a JaxMARL source checkout: --jaxmarl-src PATH or $JAXMARL_SRC")
+    path = os.path.join(src, folder)
+    if not os.path.exists(os.path.join(path, f"{module}.py")):
+        raise SkipCase(f"{path}/{module}.py not found")
+    for dep in ("jaxmarl", "flashbax", "hydra", "omegaconf", "wandb", "yaml", "distrax"):
+        if importlib.util.find_spec(dep) is None:
+            raise SkipCase(f"JaxMARL's {module}.py needs {dep} (pip install it)")
+    import yaml
+
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    mod = importlib.import_module(module)
+    import wandb
+
+    if wandb.run is None:  # the scripts log through wandb; a disabled run makes logging a no-op
+        wandb.init(mode="disabled")
+    config: dict = {}
+    for name in config_files:
+        with open(os.path.join(path, name)) as f:
+            config.update(yaml.safe_load(f))
+    return mod, config
+
+
+def parse_jaxmarl_src(argv: list[str]) -> list[str]:
+    """Take `--jaxmarl-src PATH` out of `argv` (into `JAXMARL_SRC`); returns the rest."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--jaxmarl-src", default=JAXMARL_SRC["path"])
+    known, rest = pre.parse_known_args(argv)
+    JAXMARL_SRC["path"] = known.jaxmarl_src
+    return rest
+
+
 def run_cases(names: Sequence[str], opts: Options) -> tuple[list[Result], dict[str, str]]:
     """Run the named cases in order; returns the results and the skipped cases with reasons."""
     results: list[Result] = []

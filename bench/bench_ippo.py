@@ -1,0 +1,125 @@
+"""IPPO training on MPE simple spread: marljax vs JaxMARL's feed-forward IPPO, matched settings.
+
+Task: cooperative navigation, 3 agents, 3 landmarks, discrete actions, 25-step episodes
+(`particle/simple_spread-v0` here, `MPE_simple_spread_v3` in JaxMARL 0.2.0).
+
+jaxmarl: `baselines/IPPO/ippo_ff_mpe.py` from a JaxMARL source checkout, run unmodified with its
+own configuration (`config/ippo_ff_mpe.yaml`) except `ANNEAL_LR: False` (marljax's PPO has a
+constant learning rate) and the number of steps: 16 envs x 128 steps per update, 4 epochs x 4
+minibatches, one shared 64x64 tanh actor and critic on each agent's observation, lr 2.5e-4,
+gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.01, grad clip 0.5. The checkout's path comes from
+`--jaxmarl-src` or `$JAXMARL_SRC`.
+
+marljax: `make_ppo(PPOConfig(critic_input="local", parameter_mode="shared"))` with the same sizes
+and hyperparameters. Differences we keep: our GAE bootstraps at the time limit (JaxMARL's treats
+it as terminal), and our actor and critic are two networks updated by one optimiser, as in
+JaxMARL's script.
+
+Timing: one fused training program per framework (compile apart from run). Return: the training
+episodes of the last update, the episode return summed over agents (JaxMARL's `MPELogWrapper`
+multiplies the per-agent reward by the number of agents and averages over agents: the same
+number).
+
+    python bench/bench_ippo.py --jaxmarl-src PATH [--steps 1000000] [--json PATH] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import jax
+import numpy as np
+from harness import Options, Result, case, jaxmarl_baseline, main, parse_jaxmarl_src, timed
+
+import marljax
+from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
+from marljax.train import TrainConfig, make_train
+
+NUM_ENVS, ROLLOUT = 16, 128
+_ARGS = {"steps": 1_000_000}
+
+
+def _steps(opts: Options) -> int:
+    return NUM_ENVS * ROLLOUT * 4 if opts.quick else int(_ARGS["steps"])
+
+
+def _task(steps: int) -> str:
+    return f"IPPO MPE simple spread (3 agents, E={NUM_ENVS}, T={ROLLOUT}, {steps / 1e6:g}M steps)"
+
+
+@case("ippo_mpe/marljax")
+def marljax_ippo(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    env, params = marljax.make("particle/simple_spread-v0")
+    config = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
+    agent = make_ppo(
+        PPOConfig(
+            critic_input="local",
+            parameter_mode="shared",
+            hidden_sizes=(64, 64),
+            activation="tanh",
+            num_epochs=4,
+            num_minibatches=4,
+        ),
+        env,
+        params,
+    )
+    hp = PPOHParams(lr=2.5e-4, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
+    trainer = make_train(config, env, agent, params)
+    t = timed(trainer.train, jax.random.PRNGKey(0), hp, repeats=1, first_call=False)
+    _, metrics = t.output
+    ret = float(np.asarray(metrics["episode_return"])[-1]) * env.num_agents
+    return [
+        t.result(
+            _task(steps),
+            "marljax",
+            config.num_updates * config.steps_per_update,
+            notes={"final_return": ret, "num_updates": config.num_updates},
+        )
+    ]
+
+
+@case("ippo_mpe/jaxmarl")
+def jaxmarl_ippo(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    module, base = jaxmarl_baseline("baselines/IPPO", "ippo_ff_mpe", ["config/ippo_ff_mpe.yaml"])
+    config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False, "NUM_SEEDS": 1}
+    train = module.make_train(dict(config))
+    t = timed(train, jax.random.PRNGKey(0), repeats=1, first_call=False)
+    info = t.output["metrics"]
+    last = jax.tree.map(lambda x: np.asarray(x)[-1], info)  # the last update [T, actors]
+    done = last["returned_episode"].astype(bool)
+    ret = float(last["returned_episode_returns"][done].mean()) if done.any() else float("nan")
+    updates = steps // ROLLOUT // NUM_ENVS
+    return [
+        t.result(
+            _task(steps),
+            "jaxmarl",
+            updates * ROLLOUT * NUM_ENVS,
+            notes={"final_return": ret, "num_updates": updates},
+        )
+    ]
+
+
+def _returns(results: list[Result]) -> str:
+    lines = ["", "| framework | return, last update (sum over agents) |", "|---|---:|"]
+    for r in results:
+        lines.append(f"| {r.framework} | {r.notes.get('final_return', float('nan')):.2f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--steps", type=int, default=_ARGS["steps"])
+    known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
+    _ARGS["steps"] = known.steps
+    sys.argv = [sys.argv[0], *rest]
+    main(
+        ["ippo_mpe/jaxmarl", "ippo_mpe/marljax"],
+        __doc__.splitlines()[0],
+        baseline="jaxmarl",
+        after=_returns,
+        repeats=1,
+        first_call=False,
+    )
