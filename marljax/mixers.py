@@ -45,7 +45,8 @@ class QMixer(nn.Module):
         h     = elu(q_a @ |W1(s)| + b1(s)),         W1 [A, E], b1 [E]
         Q_tot = h @ |W2(s)| + V(s),                 W2 [E],   V(s) a ReLU MLP (state value)
 
-    The weights pass through a non-negative map (absolute value by default), so
+    The biases `b1(s)` and `V(s)` start at zero (their last layers are zero-initialised). The
+    weights pass through a non-negative map (absolute value by default), so
     `dQ_tot / dQ_a >= 0` for every agent: the argmax of Q_tot is the tuple of per-agent argmaxes.
 
     Reference: T. Rashid et al., "QMIX: Monotonic Value Function Factorisation for Deep
@@ -56,22 +57,19 @@ class QMixer(nn.Module):
       hypernet_hidden: hidden width of two-layer hypernetworks (64 in PyMARL).
       hypernet_layers: 1 (linear hypernetworks) or 2 (one hidden ReLU layer).
       positive: name of the non-negative map in `POSITIVE_MAPS` (abs, relu, softplus, exp).
-      init_scale: orthogonal scale of the hypernetworks' layers.
+      init_scale: orthogonal scale of the hypernetworks' layers (small, so that Q_tot starts
+        at the scale of the agents' values even for unnormalised states).
     """
 
     embed_dim: int = 32
     hypernet_hidden: int = 64
     hypernet_layers: int = 2
     positive: str = "abs"
-    init_scale: float = 1.0
+    init_scale: float = 0.01
 
-    def _dense(self, width: int, name: str) -> nn.Dense:
-        return nn.Dense(
-            width,
-            kernel_init=orthogonal(self.init_scale),
-            bias_init=nn.initializers.zeros,
-            name=name,
-        )
+    def _dense(self, width: int, name: str, zero: bool = False) -> nn.Dense:
+        kernel_init = nn.initializers.zeros if zero else orthogonal(self.init_scale)
+        return nn.Dense(width, kernel_init=kernel_init, bias_init=nn.initializers.zeros, name=name)
 
     def _hyper(self, s: Array, out: int, name: str) -> Array:
         if self.hypernet_layers == 1:
@@ -92,9 +90,13 @@ class QMixer(nn.Module):
         A, E = q_a.shape[-1], self.embed_dim
         s = state.astype(jnp.float32)
         w1 = pos(self._hyper(s, A * E, "hyper_w1")).reshape(*s.shape[:-1], A, E)
-        b1 = self._dense(E, "hyper_b1")(s)
+        # The state-dependent biases start at zero, so that Q_tot starts at the scale of the
+        # agents' values whatever the scale of the state: a large initial offset would otherwise
+        # decay only by a factor gamma per target-network update.
+        b1 = self._dense(E, "hyper_b1", zero=True)(s)
         w2 = pos(self._hyper(s, E, "hyper_w2"))
-        v = self._dense(1, "value_out")(jax.nn.relu(self._dense(E, "value_hidden")(s)))[..., 0]
+        v_hidden = jax.nn.relu(self._dense(E, "value_hidden")(s))
+        v = self._dense(1, "value_out", zero=True)(v_hidden)[..., 0]
         hidden = jax.nn.elu(jnp.einsum("...a,...ae->...e", q_a, w1) + b1)
         return jnp.einsum("...e,...e->...", hidden, w2) + v
 
