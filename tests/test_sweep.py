@@ -1,0 +1,225 @@
+"""Sweeps: validation of what can be swept, search spaces, memory chunking, best setting, outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+import marljax
+from marljax import config as cfg
+from marljax import results
+from marljax import sweep as sw
+from marljax.agents.base import Agent
+from marljax.experiment import Experiment
+from marljax.train import TrainConfig, make_train
+
+TINY = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=4 * 4 * 3)
+TINY_PPO = {"hidden_sizes": (8,), "num_minibatches": 1, "num_epochs": 1}
+
+# ----------------------------------------------------------------------------- validation
+
+
+def test_static_settings_are_refused_with_the_sweepable_list():
+    with pytest.raises(cfg.ConfigError) as err:
+        sw.check_sweepable("ippo", ["lr", "hidden_sizes"])
+    msg = str(err.value)
+    assert "'hidden_sizes'" in msg and "static setting of PPOConfig" in msg
+    for name in ("lr", "ent_coef", "clip_eps", "gae_lambda"):
+        assert name in msg, f"the sweepable {name} is not listed: {msg}"
+    with pytest.raises(cfg.ConfigError, match="static setting of TrainConfig"):
+        sw.check_sweepable("qmix", ["num_envs"])
+    with pytest.raises(cfg.ConfigError, match="Did you mean 'ent_coef'"):
+        sw.check_sweepable("mappo", ["ent_coeff"])
+    with pytest.raises(cfg.ConfigError, match="seeds are the other sweep axis"):
+        sw.check_sweepable("ippo", ["seed"])
+    sw.check_sweepable("qmix", ["lr", "td_lambda", "eps_finish"])  # traced: accepted
+
+
+def test_run_sweep_refuses_before_compiling(tmp_path):
+    exp = Experiment(algo="ippo", grid={"hidden_sizes": [(8,), (16,)]}, out_dir=str(tmp_path))
+    with pytest.raises(cfg.ConfigError, match="static setting"):
+        sw.run_sweep(exp)
+    exp = Experiment(algo="ippo", out_dir=str(tmp_path))
+    with pytest.raises(cfg.ConfigError, match="static setting of TrainConfig"):
+        sw.run_sweep(exp, sample={"rollout_len": sw.Uniform(4, 8)}, num_samples=2)
+    with pytest.raises(cfg.ConfigError, match="lr must be > 0"):  # range-checked per setting
+        sw.run_sweep(Experiment(algo="ippo", grid={"lr": [1e-3, -1.0]}, out_dir=str(tmp_path)))
+    assert os.listdir(tmp_path) == [], "nothing is written for an invalid sweep"
+
+
+# ----------------------------------------------------------------------------- search spaces
+
+
+def test_random_settings_are_seeded_in_range_and_log_spread():
+    space = {
+        "lr": sw.LogUniform(1e-5, 1e-1),
+        "ent_coef": sw.Uniform(0.0, 0.1),
+        "clip_eps": [0.1, 0.3],
+    }
+    a = sw.random_settings(200, seed=3, **space)
+    assert a == sw.random_settings(200, seed=3, **space)
+    assert a != sw.random_settings(200, seed=4, **space)
+    lr = np.array([s["lr"] for s in a])
+    assert ((lr >= 1e-5) & (lr <= 1e-1)).all()
+    # Log-uniform: about a quarter of the draws per decade; uniform would put ~90% in the top one.
+    assert 0.1 < np.mean(lr < 1e-3) < 0.4 + 0.2
+    assert {s["clip_eps"] for s in a} == {float(np.float32(0.1)), float(np.float32(0.3))}
+    assert all(0.0 <= s["ent_coef"] <= 0.1 for s in a)
+    # Grid x samples: every grid point with the same draws.
+    settings = sw.make_settings({"gamma": [0.9, 0.99]}, {"lr": sw.LogUniform(1e-4, 1e-2)}, 3)
+    assert len(settings) == 6 and [s["lr"] for s in settings[:3]] == [s["lr"] for s in settings[3:]]
+    assert sw.make_settings({"lr": [1, 2], "gamma": [0.5, 0.9]})[1] == {"lr": 1, "gamma": 0.9}
+
+
+def test_parse_distribution():
+    assert sw.parse_distribution("log:1e-4:1e-2") == sw.LogUniform(1e-4, 1e-2)
+    assert sw.parse_distribution("uniform:0:0.5") == sw.Uniform(0.0, 0.5)
+    assert sw.parse_distribution("choice:1,2") == sw.Choice((1.0, 2.0))
+    for bad, match in [
+        ("log:0:1", "0 < low"),
+        ("uniform:2:1", "low <= high"),
+        ("gauss:0:1", "unknown distribution"),
+        ("log:1e-4", "cannot parse"),
+    ]:
+        with pytest.raises(cfg.ConfigError, match=match):
+            sw.parse_distribution(bad, "lr")
+
+
+def test_parse_bytes():
+    assert sw.parse_bytes("4GiB") == 4 * 2**30
+    assert sw.parse_bytes("512MB") == 512 * 10**6
+    assert sw.parse_bytes("2e9") == 2 * 10**9 and sw.parse_bytes(1024) == 1024
+    for bad in ("lots", "-1GB", "0"):
+        with pytest.raises(cfg.ConfigError, match="memory size"):
+            sw.parse_bytes(bad)
+
+
+def test_scores_skip_nan_updates_and_pick_the_best():
+    values = np.array([[[1.0, np.nan, 3.0, np.nan]], [[5.0, 2.0, np.nan, np.nan]]])  # [G=2,S=1,U]
+    np.testing.assert_array_equal(sw.score_runs(values), [[3.0], [2.0]])
+    np.testing.assert_array_equal(sw.score_runs(values, window=2), [[2.0], [3.5]])
+    assert sw.best_setting(np.array([1.0, np.nan, 3.0])) == 2
+    assert sw.best_setting(np.array([1.0, np.nan, 3.0]), mode="min") == 0
+    with pytest.raises(ValueError, match="mode"):
+        sw.best_setting(np.array([1.0]), mode="best")
+
+
+# ----------------------------------------------------------------------------- chunking
+
+
+@struct.dataclass
+class ToyHParams:
+    lr: float = 0.1
+
+
+def toy_agent(env, params) -> Agent:
+    """A stateless softmax policy per agent, REINFORCE on the reward (cheap to compile)."""
+    A, N = env.num_agents, env.action_space(params).n
+
+    def init(key, hp):
+        return jax.random.normal(key, (A, N)) * 0.1
+
+    def act(logits, carry, obs, key, hp):
+        E = obs.obs.shape[0]
+        actions = jax.random.categorical(key, logits, shape=(E, A))
+        return actions, carry, ()
+
+    def update(logits, traj, hp, key):
+        def loss(lg):
+            logp = jax.nn.log_softmax(lg)[jnp.arange(A), traj.actions]  # [T, E, A]
+            return -(logp * traj.reward).mean()
+
+        g = jax.grad(loss)(logits)
+        return logits - hp.lr * g, {"grad_norm": jnp.linalg.norm(g)}
+
+    return Agent(init, lambda E: (), act, update, ToyHParams, lambda s: s)
+
+
+def _runs(n):
+    keys = np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(n)))
+    return keys, ToyHParams(lr=np.linspace(0.01, 0.5, n).astype(np.float32))
+
+
+def test_memory_estimate_chunks_runs_into_calls_of_one_program(capsys):
+    env, params = marljax.make("matrix/climbing-v0")
+    inner = toy_agent(env, params)
+    traces = {"n": 0}
+
+    def counted_update(*args):
+        traces["n"] += 1
+        return inner.update(*args)
+
+    trainer = make_train(TINY, env, inner._replace(update=counted_update), params)
+    keys, hp = _runs(5)
+    est = sw.estimate_memory(trainer, 5, ToyHParams())
+    per_estimate = traces["n"]  # eval_shape + lowering of one program
+    assert est.runs == 5 and est.devices == 1 and est.state_bytes_per_run > 0
+    assert est.peak_bytes_per_device is not None and est.bytes_per_run > 0
+    assert "memory estimate" in str(est)
+    _, whole = jax.tree.map(np.asarray, est.compiled(keys, hp))  # the estimated program runs
+    # A budget for two runs: 3 calls (2 + 2 + 1 padded to 2) of ONE compiled program.
+    traces["n"] = 0
+    budget = 2 * est.bytes_per_run + 1
+    _, chunked = sw.run_runs(trainer, keys, hp, max_memory_bytes=budget)
+    out = capsys.readouterr().out
+    assert "memory estimate" in out and "2 runs per call" in out and "call 3/3" in out, out
+    # The 5-run estimate, then the 2-run program: no retrace per call.
+    assert traces["n"] == 2 * per_estimate, "chunked calls retraced the program"
+    for k in whole:
+        assert chunked[k].shape == whole[k].shape and whole[k].shape[:2] == (5, TINY.num_updates)
+        # Same runs in the same order; a different vmapped batch size may round differently.
+        np.testing.assert_allclose(chunked[k], whole[k], rtol=1e-6, atol=1e-6, err_msg=k)
+    assert not np.allclose(whole["grad_norm"][0], whole["grad_norm"][1])
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
+    exp = Experiment(
+        algo="ippo",
+        env="matrix/climbing-v0",
+        seeds=2,
+        train=TINY,
+        agent=TINY_PPO,
+        grid={"lr": [1e-3, 3e-2]},
+        out_dir=str(tmp_path),
+        name="sweep",
+    )
+    res = sw.run_sweep(exp, verbose=False)
+    assert res.settings == [{"lr": 1e-3}, {"lr": 3e-2}]
+    assert res.metrics["episode_return"].shape == (2, 2, TINY.num_updates)
+    # Seeds differ, learning rates reach the program.
+    pl = res.metrics["policy_loss"]
+    assert not np.array_equal(pl[0, 0], pl[0, 1]) and not np.array_equal(pl[0, 0], pl[1, 0])
+    from marljax.experiment import final_returns
+
+    expected = np.nanmean(final_returns(res.metrics), axis=1)
+    np.testing.assert_allclose(res.scores, expected)
+    assert res.best_index == int(np.nanargmax(expected))
+    assert res.best_hparams.lr == pytest.approx(res.best_setting["lr"], rel=1e-6)
+
+    run_dir = tmp_path / "sweep"
+    assert sorted(os.listdir(run_dir)) == [
+        "config.json",
+        "learning_curve.png",
+        "metrics.json",
+        "metrics.npz",
+        "sweep.json",
+    ]
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["sweep"]["grid"] == {"lr": [1e-3, 3e-2]}
+    assert config["resolved"]["grid_settings"] == res.settings
+    summary = json.loads((run_dir / "sweep.json").read_text())
+    assert summary["best"]["setting"] == res.best_setting
+    assert [r["index"] for r in summary["ranking"]][0] == res.best_index
+    scores = results.load_marl_eval(run_dir / "metrics.json", align="step_count")
+    assert sorted(scores.final) == ["ippo[lr=0.001]", "ippo[lr=0.03]"]
+    with np.load(run_dir / "metrics.npz") as saved:
+        np.testing.assert_array_equal(saved["policy_loss"], pl)
