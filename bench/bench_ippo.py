@@ -25,12 +25,9 @@ number).
 
 from __future__ import annotations
 
-import argparse
-import sys
-
 import jax
 import numpy as np
-from harness import Options, Result, case, jaxmarl_baseline, main, parse_jaxmarl_src, timed
+from harness import Options, Result, case, jaxmarl_baseline, main_with_steps, notes_table, timed
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
@@ -102,24 +99,12 @@ def jaxmarl_ippo(opts: Options) -> list[Result]:
     ]
 
 
-def _returns(results: list[Result]) -> str:
-    lines = ["", "| framework | return, last update (sum over agents) |", "|---|---:|"]
-    for r in results:
-        lines.append(f"| {r.framework} | {r.notes.get('final_return', float('nan')):.2f} |")
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--steps", type=int, default=_ARGS["steps"])
-    known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
-    _ARGS["steps"] = known.steps
-    sys.argv = [sys.argv[0], *rest]
-    main(
+    main_with_steps(
         ["ippo_mpe/jaxmarl", "ippo_mpe/marljax"],
         __doc__.splitlines()[0],
-        baseline="jaxmarl",
-        after=_returns,
-        repeats=1,
-        first_call=False,
+        _ARGS,
+        after=lambda results: notes_table(
+            results, "final_return", "return, last update (sum over agents)"
+        ),
     )

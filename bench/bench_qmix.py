@@ -29,12 +29,9 @@ Return: greedy evaluation after training, the episode return summed over agents,
 
 from __future__ import annotations
 
-import argparse
-import sys
-
 import jax
 import numpy as np
-from harness import Options, Result, case, jaxmarl_baseline, main, parse_jaxmarl_src, timed
+from harness import Options, Result, case, jaxmarl_baseline, main_with_steps, notes_table, timed
 
 import marljax
 from marljax.agents.qlearning import QConfig, make_q_learner, preset
@@ -111,24 +108,12 @@ def jaxmarl_qmix(opts: Options) -> list[Result]:
     ]
 
 
-def _returns(results: list[Result]) -> str:
-    lines = ["", "| framework | greedy return (sum over agents, 512 episodes) |", "|---|---:|"]
-    for r in results:
-        lines.append(f"| {r.framework} | {r.notes.get('greedy_return', float('nan')):.2f} |")
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--steps", type=int, default=_ARGS["steps"])
-    known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
-    _ARGS["steps"] = known.steps
-    sys.argv = [sys.argv[0], *rest]
-    main(
+    main_with_steps(
         ["qmix_mpe/jaxmarl", "qmix_mpe/marljax"],
         __doc__.splitlines()[0],
-        baseline="jaxmarl",
-        after=_returns,
-        repeats=1,
-        first_call=False,
+        _ARGS,
+        after=lambda results: notes_table(
+            results, "greedy_return", "greedy return (sum over agents, 512 episodes)"
+        ),
     )

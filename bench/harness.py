@@ -331,6 +331,30 @@ def parse_jaxmarl_src(argv: list[str]) -> list[str]:
     return rest
 
 
+def notes_table(results: Sequence[Result], key: str, title: str) -> str:
+    """A markdown table of one `Result.notes` entry per framework (e.g. a final return)."""
+    lines = ["", f"| framework | {title} |", "|---|---:|"]
+    for r in results:
+        lines.append(f"| {r.framework} | {r.notes.get(key, float('nan')):.2f} |")
+    return "\n".join(lines)
+
+
+def main_with_steps(
+    names: Sequence[str],
+    description: str,
+    settings: dict[str, Any],
+    after: Callable[[list[Result]], str] | None = None,
+) -> list[Result]:
+    """`main` for training benchmarks: also takes `--steps N` (into `settings["steps"]`) and
+    `--jaxmarl-src PATH`; one timed call per case, no extra first-call compile."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--steps", type=int, default=settings["steps"])
+    known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
+    settings["steps"] = known.steps
+    sys.argv = [sys.argv[0], *rest]
+    return main(names, description, "jaxmarl", after=after, repeats=1, first_call=False)
+
+
 def run_cases(names: Sequence[str], opts: Options) -> tuple[list[Result], dict[str, str]]:
     """Run the named cases in order; returns the results and the skipped cases with reasons."""
     results: list[Result] = []

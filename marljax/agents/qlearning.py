@@ -200,22 +200,24 @@ class QState:
     num_updates: Array  # [] int32
 
 
+#: what every published QMIX configuration below shares (PyMARL lineage): double-Q targets, hard
+#: target copies every 200 gradient steps, 2-layer hypernetworks, agent ids, grad clip 10.
+_PYMARL_COMMON = dict(
+    double_q=True,
+    target_update="hard",
+    target_update_interval=200,
+    hypernet_layers=2,
+    hypernet_hidden=64,
+    parameter_mode="shared_id",
+    batch_size=32,
+    buffer_size=5000,
+    target="one_step",
+)
+
 #: named published configurations: (QConfig overrides, QHParams overrides, source).
 PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "pymarl": (
-        dict(
-            optimizer="rmsprop",
-            recurrent=True,
-            batch_size=32,
-            buffer_size=5000,
-            target="one_step",
-            double_q=True,
-            target_update="hard",
-            target_update_interval=200,
-            hypernet_layers=2,
-            hypernet_hidden=64,
-            parameter_mode="shared_id",
-        ),
+        {**_PYMARL_COMMON, "optimizer": "rmsprop", "recurrent": True},
         dict(
             lr=5e-4,
             opt_eps=1e-5,
@@ -223,62 +225,39 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
             max_grad_norm=10.0,
             gamma=0.99,
             eps_anneal_steps=50_000.0,
-        ),
+        ),  # fmt: skip
         "PyMARL (Samvelyan et al. 2019) src/config/{default,algs/qmix}.yaml: RMSprop, 1-step "
         "double-Q targets, target copied every 200 episodes (one gradient step per episode).",
     ),
     "epymarl": (
-        dict(
-            optimizer="adam",
-            recurrent=False,
-            batch_size=32,
-            buffer_size=40_000,
-            target="one_step",
-            double_q=True,
-            target_update="hard",
-            target_update_interval=200,
-            hypernet_layers=2,
-            hypernet_hidden=64,
-            parameter_mode="shared_id",
-        ),
+        {**_PYMARL_COMMON, "optimizer": "adam", "recurrent": False, "buffer_size": 40_000},
         dict(lr=5e-4, max_grad_norm=10.0, gamma=0.99, eps_anneal_steps=50_000.0),
         "EPyMARL (Papoudakis et al. 2021) src/config/algs/qmix.yaml: Adam, feed-forward agents, "
         "buffer 40k episodes (its reward standardisation is not reproduced; use reward_scale).",
     ),
     "pymarl2": (
-        dict(
-            optimizer="adam",
-            recurrent=True,
-            batch_size=128,
-            buffer_size=5000,
-            target="lambda",
-            double_q=True,
-            target_update="hard",
-            target_update_interval=200,
-            hypernet_layers=2,
-            hypernet_hidden=64,
-        ),
+        {
+            **_PYMARL_COMMON,
+            "optimizer": "adam",
+            "recurrent": True,
+            "batch_size": 128,
+            "target": "lambda",
+        },  # fmt: skip
         dict(lr=1e-3, td_lambda=0.6, max_grad_norm=10.0, gamma=0.99, eps_anneal_steps=100_000.0),
         "PyMARL2 (Hu et al. 2021) src/config/algs/qmix.yaml: Adam lr 1e-3, TD(lambda=0.6), "
         "batch 128, epsilon annealed over 100k steps. The marljax defaults.",
     ),
     "jaxmarl": (
-        dict(
-            optimizer="radam",
-            recurrent=True,
-            hidden_sizes=(64,),
-            gru_size=64,
-            batch_size=32,
-            buffer_size=5000,
-            target="one_step",
-            double_q=True,
-            target_update="hard",
-            target_update_interval=200,
-            hypernet_layers=2,
-            hypernet_hidden=128,
-            mixer_init_scale=0.001,
-            learning_starts=10_000,
-        ),
+        {
+            **_PYMARL_COMMON,
+            "optimizer": "radam",
+            "recurrent": True,
+            "hidden_sizes": (64,),
+            "gru_size": 64,
+            "hypernet_hidden": 128,
+            "mixer_init_scale": 0.001,
+            "learning_starts": 10_000,
+        },  # fmt: skip
         dict(lr=5e-3, max_grad_norm=25.0, gamma=0.9, eps_finish=0.05),
         "JaxMARL (Rutherford et al. 2024) baselines/QLearning/config/alg/ql_rnn_mpe.yaml: RAdam "
         "lr 5e-3 (its linear decay: set lr_decay_steps to the run's gradient steps), gamma 0.9, "

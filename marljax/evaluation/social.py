@@ -32,7 +32,7 @@ import numpy as np
 from flax import struct
 
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
-from marljax.core.wrappers import AutoReset, Wrapper
+from marljax.core.wrappers import Wrapper
 
 METRICS = (
     "efficiency",
@@ -369,8 +369,9 @@ def evaluate_social(
 ) -> dict[str, Array]:
     """Roll out an agent's (stochastic) policy and average the social metrics over episodes.
 
-    Runs `SocialMetrics(AutoReset(env))` for `num_steps` steps in `num_envs` environments inside
-    one `lax.scan` (jittable, vmappable over seeds' agent states).
+    Runs `SocialMetrics(env)` under auto-reset for `num_steps` steps in `num_envs` environments
+    inside one `lax.scan` (`marljax.evaluation.rollout.evaluate_policy`; jittable, vmappable over
+    seeds' agent states).
 
     Args:
       env: the core environment.
@@ -386,39 +387,9 @@ def evaluate_social(
       A dict: `"social/<name>"` `[]` means over the episodes that finished and
       `"num_episodes"` `[]`. Means are NaN if no episode finished.
     """
-    from marljax.agents.base import Observation
+    from marljax.evaluation.rollout import evaluate_policy
 
-    wrapped = SocialMetrics(AutoReset(env))
-    key_reset, key_run = jax.random.split(key)
-    env_state, ts = jax.vmap(wrapped.reset, in_axes=(0, None))(
-        jax.random.split(key_reset, num_envs), env_params
+    out = evaluate_policy(
+        env, env_params, agent, agent_state, hparams, key, num_envs, num_steps, wrap=SocialMetrics
     )
-    names = [f"social/{m}" for m in wrapped.metric_names]
-
-    def body(carry, _):
-        env_state, ts, start, agent_carry, sums, key = carry
-        key, key_act, key_env = jax.random.split(key, 3)
-        obs = Observation(ts.obs, ts.action_mask, ts.global_state, start)
-        actions, agent_carry, _ = agent.act(agent_state, agent_carry, obs, key_act, hparams)
-        env_state, ts = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(key_env, num_envs), env_state, actions, env_params
-        )
-        done = ts.done.astype(jnp.float32)  # [E]
-        sums = dict(sums)
-        for n in names:
-            sums[n] = sums[n] + jnp.sum(done * ts.extras[n])
-        sums["num_episodes"] = sums["num_episodes"] + done.sum()
-        return (env_state, ts, ts.done, agent_carry, sums, key), None
-
-    sums = {n: jnp.float32(0.0) for n in [*names, "num_episodes"]}
-    start = jnp.ones((num_envs,), bool)
-    carry = (env_state, ts, start, agent.initial_carry(num_envs), sums, key_run)
-    (_, _, _, _, sums, _), _ = jax.lax.scan(body, carry, None, length=num_steps)
-    n = sums["num_episodes"]
-    out = {
-        k: jnp.where(n > 0, v / jnp.maximum(n, 1.0), jnp.nan)
-        for k, v in sums.items()
-        if k != "num_episodes"
-    }
-    out["num_episodes"] = n
-    return out
+    return {k: v for k, v in out.items() if k.startswith("social/") or k == "num_episodes"}
