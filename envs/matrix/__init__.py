@@ -5,6 +5,7 @@ Importing this package registers the `matrix/*` ids; build them with `marljax.ma
     env, params = marljax.make("matrix/ipd-v0")                       # 50-round IPD, 2 learners
     env, params = marljax.make("matrix/ipd-v0", coplayer="grim_trigger", num_rounds=10)
     env, params = marljax.make("matrix/penalty_k50-v0")
+    env, params = marljax.make("matrix/rrps_population-v0", bots=("rockbot", "copybot"))
 
 Static options of every `matrix/*` id except `two_step` are the arguments of `make_matrix_game`
 (`game`, `num_agents`, `coplayer`); `num_rounds`, `max_steps` and `payoffs` are traced params.
@@ -40,6 +41,22 @@ from marljax.envs.matrix.payoffs import (
     stag_hunt,
     symmetric,
     zero_sum,
+)
+from marljax.envs.matrix.rps_bots import (
+    BOT_NAMES,
+    BOTS,
+    BotParams,
+    BotState,
+    RPSPopulation,
+    RPSPopulationParams,
+    bot_act,
+    bot_init,
+    bot_params,
+    bot_strategy,
+    bot_update,
+    make_rps_population,
+    play_match,
+    population_params,
 )
 from marljax.envs.matrix.strategies import (
     STRATEGIES,
@@ -131,6 +148,12 @@ def _register_all() -> None:
         description=f"Repeated Rock-Paper-Scissors, {_REPEATED_ROUNDS} rounds",
     )
     register(
+        "matrix/rrps_population-v0",
+        make_rps_population,
+        description="Repeated Rock-Paper-Scissors, 100 rounds, 1 learner vs a population of "
+        f"{len(BOT_NAMES)} scripted RoShamBo bots (Lanctot et al. 2023)",
+    )
+    register(
         "matrix/two_step-v0",
         TwoStepGame,
         description="QMIX two-step game (Rashid et al. 2018)",
@@ -140,7 +163,13 @@ def _register_all() -> None:
 _register_all()
 
 __all__ = [
+    "BOTS",
+    "BOT_NAMES",
+    "BotParams",
+    "BotState",
     "GAMES",
+    "RPSPopulation",
+    "RPSPopulationParams",
     "STRATEGIES",
     "CoPlayerState",
     "MatrixGame",
@@ -155,6 +184,11 @@ __all__ = [
     "always_defect",
     "battle_of_the_sexes",
     "bimatrix",
+    "bot_act",
+    "bot_init",
+    "bot_params",
+    "bot_strategy",
+    "bot_update",
     "chicken",
     "climbing_game",
     "common_payoff",
@@ -165,10 +199,13 @@ __all__ = [
     "get_strategy",
     "grim_trigger",
     "make_matrix_game",
+    "make_rps_population",
     "matching_pennies",
     "nonmonotonic_game",
     "payoff_of",
     "payoffs",
+    "play_match",
+    "population_params",
     "penalty_game",
     "prisoners_dilemma",
     "public_goods",

@@ -88,3 +88,34 @@ __all__ = [
     "stack_scores",
     "stratified_resample",
 ]
+
+# Population-based evaluation in repeated Rock-Paper-Scissors (Lanctot et al. 2023).
+from marljax.evaluation.population import (  # noqa: E402
+    PopulationReport,
+    aggregate_score,
+    bot_crosstable,
+    crosstable_metrics,
+    episode_returns,
+    evaluate_population,
+    fixed_policy_agent,
+    format_population_table,
+    population_return,
+    population_returns,
+    report_from_returns,
+    within_population_exploitability,
+)
+
+__all__ += [
+    "PopulationReport",
+    "aggregate_score",
+    "bot_crosstable",
+    "crosstable_metrics",
+    "episode_returns",
+    "evaluate_population",
+    "fixed_policy_agent",
+    "format_population_table",
+    "population_return",
+    "population_returns",
+    "report_from_returns",
+    "within_population_exploitability",
+]

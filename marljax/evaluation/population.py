@@ -1,0 +1,395 @@
+"""Population-based evaluation (PBE) in repeated Rock-Paper-Scissors, after Lanctot et al. (2023).
+
+An agent is scored by playing many matches against every bot of a fixed population (the
+scripted bots of `marljax.envs.matrix.rps_bots`), giving a per-bot table of mean returns
+`R[b] = E[G_agent | agent vs bot b]`, and three numbers (defined in Lanctot et al. 2023; the same
+formulas as OpenSpiel's `python/examples/roshambo_population_example.py`, which computes them
+from the paper's bot cross-table):
+
+- population return, the mean return against a bot drawn uniformly from the population:
+  `PopReturn = (1 / |B|) sum_b R[b]`;
+- within-population exploitability, the best return any bot of the population earns against
+  the agent: `WithinPopExpl = max_b E[G_b | agent vs b]`, which in the zero-sum RPS is
+  `max_b -R[b]`. It is a lower bound on the true exploitability (the best response's return),
+  tight only if the population holds a good exploiter of the agent's weaknesses. It is not
+  clipped at 0 (a population with `randbot` keeps it >= 0 in expectation). Estimated from a
+  finite number of episodes it is biased upwards (a max over noisy means): use enough episodes
+  (see the standard errors of `PopulationReport`);
+- aggregate score `AggScore = PopReturn - WithinPopExpl`, rewarding agents that both exploit
+  the weak bots and are hard to exploit.
+
+Returns are per episode (summed over the `num_rounds` rounds); the paper plays 1000 rounds.
+
+    env, params = marljax.make("matrix/rrps_population-v0")
+    report = evaluate_population(env, agent, agent_state, hparams, key, params)
+    print(format_population_table(report))
+
+Reference: M. Lanctot, J. Schultz, N. Burch, M. O. Smith, D. Hennes, T. Anthony, J. Perolat,
+"Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark for Multiagent
+Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from marljax.agents.base import Observation
+from marljax.core.types import Environment, EnvParams, PRNGKey
+
+Array = jax.Array
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def population_return(returns: Array) -> Array:
+    """Mean return against a bot drawn uniformly from the population.
+
+    Args:
+      returns: `[..., P]` the agent's mean return against each of the `P` bots.
+
+    Returns:
+      `[...]` `PopReturn = mean_b returns[..., b]`.
+    """
+    return jnp.mean(jnp.asarray(returns, jnp.float32), axis=-1)
+
+
+def within_population_exploitability(
+    returns: Array, opponent_returns: Array | None = None
+) -> Array:
+    """The best return any bot of the population earns against the agent.
+
+    `WithinPopExpl = max_b E[G_b]` (Lanctot et al. 2023). For a zero-sum game (RPS), omit
+    `opponent_returns`: the bots' returns are `-returns`.
+
+    Args:
+      returns: `[..., P]` the agent's mean return against each bot.
+      opponent_returns: optional `[..., P]` each bot's mean return against the agent
+        (general-sum games).
+
+    Returns:
+      `[...]` the within-population exploitability (not clipped at 0).
+    """
+    returns = jnp.asarray(returns, jnp.float32)
+    opp = -returns if opponent_returns is None else jnp.asarray(opponent_returns, jnp.float32)
+    return jnp.max(opp, axis=-1)
+
+
+def aggregate_score(returns: Array, opponent_returns: Array | None = None) -> Array:
+    """`AggScore = PopReturn - WithinPopExpl` (Lanctot et al. 2023).
+
+    Args:
+      returns: `[..., P]` the agent's mean return against each bot.
+      opponent_returns: optional `[..., P]` the bots' returns (default `-returns`, zero-sum).
+
+    Returns:
+      `[...]` aggregate score.
+    """
+    return population_return(returns) - within_population_exploitability(returns, opponent_returns)
+
+
+def crosstable_metrics(table: Array) -> dict[str, Array]:
+    """The three metrics of every row player of a zero-sum cross-table.
+
+    Args:
+      table: `[P, Q]` mean return of row player `i` against column bot `j` (e.g. from
+        `bot_crosstable`, where rows and columns are the same bots, as in the paper's Table 1).
+
+    Returns:
+      `{"population_return", "within_population_exploitability", "aggregate_score"}`, each `[P]`.
+    """
+    table = jnp.asarray(table, jnp.float32)
+    return {
+        "population_return": population_return(table),
+        "within_population_exploitability": within_population_exploitability(table),
+        "aggregate_score": aggregate_score(table),
+    }
+
+
+# ----------------------------------------------------------------------------- rollouts
+
+
+def episode_returns(
+    env: Environment,
+    env_params: EnvParams,
+    agent: Any,
+    agent_state: Any,
+    hparams: Any,
+    key: PRNGKey,
+    num_episodes: int,
+    num_rounds: int,
+) -> tuple[Array, Array]:
+    """Play `num_episodes` episodes of `num_rounds` steps in parallel, without auto-reset.
+
+    Rewards after an episode's end are not counted. Jittable (`num_episodes`, `num_rounds`
+    static) and vmappable over `env_params` (e.g. one one-hot `bot_weights` per bot).
+
+    Args:
+      env: the core environment (e.g. an `RPSPopulation`).
+      env_params: its params.
+      agent: a `marljax.agents.Agent` built for `env` (recurrent carries start at reset).
+      agent_state: the agent's state (one run, no seed axis).
+      hparams: the agent's hyperparameters (acting reads them).
+      key: PRNG key.
+      num_episodes: parallel episodes `E`.
+      num_rounds: steps per episode `T`; every episode should end by then.
+
+    Returns:
+      `(returns [E, A] summed rewards, finished [E] bool, the episode ended within T steps)`.
+    """
+    key_reset, key_run = jax.random.split(key)
+    state, ts = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(key_reset, num_episodes), env_params
+    )
+
+    def body(carry, key_t):
+        state, ts, start, alive, agent_carry, total = carry
+        key_act, key_env = jax.random.split(key_t)
+        obs = Observation(ts.obs, ts.action_mask, ts.global_state, start)
+        actions, agent_carry, _ = agent.act(agent_state, agent_carry, obs, key_act, hparams)
+        state, ts = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(key_env, num_episodes), state, actions, env_params
+        )
+        total = total + ts.reward * alive[:, None]
+        alive = alive & ~ts.done
+        return (state, ts, jnp.zeros_like(start), alive, agent_carry, total), None
+
+    start = jnp.ones((num_episodes,), bool)
+    total = jnp.zeros((num_episodes, env.num_agents), jnp.float32)
+    carry = (state, ts, start, start, agent.initial_carry(num_episodes), total)
+    (_, _, _, alive, _, total), _ = jax.lax.scan(body, carry, jax.random.split(key_run, num_rounds))
+    return total, ~alive
+
+
+def population_returns(
+    env: Any,
+    agent: Any,
+    agent_state: Any,
+    hparams: Any,
+    key: PRNGKey,
+    env_params: EnvParams | None = None,
+    num_episodes: int = 32,
+    num_rounds: int | None = None,
+) -> Array:
+    """The agent's return in each episode against each bot of an `RPSPopulation`, in one program.
+
+    Args:
+      env: an `RPSPopulation` (e.g. `marljax.make("matrix/rrps_population-v0")[0]`).
+      agent: the agent (acting as agent 0, the learner).
+      agent_state: its state (no seed axis).
+      hparams: its hyperparameters.
+      key: PRNG key.
+      env_params: the env's params (default `env.default_params()`); `bot_weights` is replaced by
+        each bot's one-hot vector in turn.
+      num_episodes: episodes per bot `E`.
+      num_rounds: rounds per episode (default `env_params.num_rounds`, read on the host).
+
+    Returns:
+      `[P, E]` float32 returns, in the order of `env.bots`.
+    """
+    env_params = env.default_params() if env_params is None else env_params
+    if num_rounds is None:
+        num_rounds = int(np.asarray(env_params.num_rounds))
+    program = _population_program(env, agent, int(num_episodes), int(num_rounds))
+    keys = jax.random.split(key, env.num_bots)
+    return program(env.one_hot_params(env_params), agent_state, hparams, keys)
+
+
+@functools.lru_cache(maxsize=16)
+def _population_program(env: Any, agent: Any, num_episodes: int, num_rounds: int):
+    """One jitted program per (env, agent, sizes): new agent states or params reuse it."""
+
+    def one_bot(params, agent_state, hparams, k):
+        total, _ = episode_returns(
+            env, params, agent, agent_state, hparams, k, num_episodes, num_rounds
+        )
+        return total[:, 0]
+
+    return jax.jit(jax.vmap(one_bot, in_axes=(0, None, None, 0)))
+
+
+def bot_crosstable(
+    key: PRNGKey,
+    names: Sequence[str] | None = None,
+    num_episodes: int = 16,
+    num_rounds: int = 100,
+    row_names: Sequence[str] | None = None,
+) -> Array:
+    """Mean return of each row bot against each column bot (the paper's cross-table).
+
+    Args:
+      key: PRNG key.
+      names: column bots (default all of `rps_bots.BOT_NAMES`).
+      num_episodes: matches per cell.
+      num_rounds: rounds per match.
+      row_names: row bots (default: the same as `names`).
+
+    Returns:
+      `[P_rows, P]` float32 mean per-episode return of the row bot.
+    """
+    from marljax.envs.matrix import rps_bots
+
+    cols = rps_bots.population_params(names)
+    rows = rps_bots.population_params(row_names if row_names is not None else names)
+    n_rows = jax.tree.leaves(rows)[0].shape[0]
+    program = _crosstable_program(int(num_episodes), int(num_rounds))
+    return program(rows, cols, jax.random.split(key, n_rows))
+
+
+@functools.lru_cache(maxsize=8)
+def _crosstable_program(num_episodes: int, num_rounds: int):
+    """One jitted cross-table program per size (the bots are traced arguments)."""
+    from marljax.envs.matrix import rps_bots
+
+    def cell(pa, pb, k):
+        matches = jax.vmap(lambda kk: rps_bots.play_match(pa, pb, kk, num_rounds)[0])
+        return matches(jax.random.split(k, num_episodes)).mean()
+
+    def row(pa, cols, k):
+        n_cols = jax.tree.leaves(cols)[0].shape[0]
+        return jax.vmap(cell, in_axes=(None, 0, 0))(pa, cols, jax.random.split(k, n_cols))
+
+    return jax.jit(jax.vmap(row, in_axes=(0, None, 0)))
+
+
+def fixed_policy_agent(num_actions: int = 3) -> Any:
+    """A non-learning `Agent` that samples every action from a fixed mixed strategy.
+
+    Its `agent_state` IS the strategy: `[N]` probabilities (e.g. `jnp.ones(3) / 3`, the RPS
+    equilibrium, or a one-hot vector for a constant policy), so one compiled evaluation serves
+    every strategy. Useful as a reference row in population tables.
+
+    Args:
+      num_actions: number of actions `N`.
+
+    Returns:
+      A `marljax.agents.Agent` (its `update` does nothing).
+    """
+    from marljax.agents.base import Agent
+
+    def act(probs, carry, obs, key, hparams):
+        shape = obs.obs.shape[:2]  # [E, A]
+        logits = jnp.log(jnp.maximum(jnp.asarray(probs, jnp.float32), 1e-30))
+        actions = jax.random.categorical(key, logits, shape=shape).astype(jnp.int32)
+        return actions, carry, {}
+
+    return Agent(
+        init=lambda key, hparams: jnp.full((num_actions,), 1.0 / num_actions, jnp.float32),
+        initial_carry=lambda num_envs: (),
+        act=act,
+        update=lambda state, traj, hparams, key: (state, {}),
+        default_hparams=lambda: (),
+        get_params=lambda state: state,
+    )
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+class PopulationReport(NamedTuple):
+    """A per-bot table and the population metrics (host numpy values).
+
+    Attributes:
+      names: the bots, in table order.
+      mean: `[P]` mean per-episode return against each bot.
+      stderr: `[P]` standard error of each mean (NaN with one episode).
+      population_return: `PopReturn`.
+      within_population_exploitability: `WithinPopExpl`.
+      aggregate_score: `AggScore`.
+      num_episodes: episodes per bot.
+      num_rounds: rounds per episode.
+    """
+
+    names: tuple[str, ...]
+    mean: np.ndarray
+    stderr: np.ndarray
+    population_return: float
+    within_population_exploitability: float
+    aggregate_score: float
+    num_episodes: int
+    num_rounds: int | None
+
+
+def report_from_returns(
+    names: Sequence[str], returns: Array, num_rounds: int | None = None
+) -> PopulationReport:
+    """Summarise `[P, E]` per-episode returns (or `[P]` means) into a `PopulationReport`."""
+    r = np.asarray(returns, np.float64)
+    if r.ndim == 1:
+        r = r[:, None]
+    if r.shape[0] != len(names):
+        raise ValueError(f"returns has {r.shape[0]} rows for {len(names)} bots")
+    n = r.shape[1]
+    mean = r.mean(axis=1)
+    stderr = r.std(axis=1, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
+    return PopulationReport(
+        names=tuple(names),
+        mean=mean,
+        stderr=stderr,
+        population_return=float(population_return(mean)),
+        within_population_exploitability=float(within_population_exploitability(mean)),
+        aggregate_score=float(aggregate_score(mean)),
+        num_episodes=n,
+        num_rounds=num_rounds,
+    )
+
+
+def evaluate_population(
+    env: Any,
+    agent: Any,
+    agent_state: Any,
+    hparams: Any,
+    key: PRNGKey,
+    env_params: EnvParams | None = None,
+    num_episodes: int = 32,
+    num_rounds: int | None = None,
+) -> PopulationReport:
+    """Evaluate an agent against every bot of an `RPSPopulation` (see `population_returns`)."""
+    env_params = env.default_params() if env_params is None else env_params
+    if num_rounds is None:
+        num_rounds = int(np.asarray(env_params.num_rounds))
+    returns = population_returns(
+        env, agent, agent_state, hparams, key, env_params, num_episodes, num_rounds
+    )
+    return report_from_returns(env.bots, returns, num_rounds)
+
+
+def format_population_table(report: PopulationReport, title: str | None = None) -> str:
+    """A printable per-bot table with the population metrics underneath."""
+    lines = [title] if title else []
+    rounds = f", {report.num_rounds} rounds" if report.num_rounds else ""
+    lines.append(f"return per episode vs each bot ({report.num_episodes} episodes{rounds}):")
+    width = max(len(n) for n in report.names)
+    for name, m, s in zip(report.names, report.mean, report.stderr, strict=True):
+        err = "" if np.isnan(s) else f" +- {s:6.2f}"
+        lines.append(f"  {name:<{width}}  {m:8.2f}{err}")
+    worst = report.names[int(np.argmin(report.mean))]
+    lines.append(f"population return (PopReturn):            {report.population_return:8.2f}")
+    lines.append(
+        f"within-population exploitability:        {report.within_population_exploitability:8.2f}"
+        f"  (by {worst})"
+    )
+    lines.append(f"aggregate score (PopReturn - WithinExpl): {report.aggregate_score:8.2f}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "PopulationReport",
+    "aggregate_score",
+    "bot_crosstable",
+    "crosstable_metrics",
+    "episode_returns",
+    "evaluate_population",
+    "fixed_policy_agent",
+    "format_population_table",
+    "population_return",
+    "population_returns",
+    "report_from_returns",
+    "within_population_exploitability",
+]
