@@ -1,3 +1,3 @@
 """Built-in environment families, installed as `marljax.envs`. Importing registers them."""
 
-from marljax.envs import grid, matrix, particle, social  # noqa: F401
+from marljax.envs import grid, matrix, particle, social, swarm  # noqa: F401
