@@ -25,10 +25,12 @@ class Checkpointer:
 
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2):
         self.directory = os.path.abspath(os.fspath(directory))
-        self._manager = ocp.CheckpointManager(
-            self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
-        )
+        options = dict(max_to_keep=max_to_keep, create=True)
+        try:  # remove the temporary folders of saves that a killed process left behind
+            opts = ocp.CheckpointManagerOptions(**options, cleanup_tmp_directories=True)
+        except TypeError:  # older orbax: such folders are ignored (never listed) instead
+            opts = ocp.CheckpointManagerOptions(**options)
+        self._manager = ocp.CheckpointManager(self.directory, options=opts)
 
     def save(self, step: int, state: Any) -> None:
         """Write `state` as checkpoint `step` and wait until it is complete on disk."""

@@ -4,6 +4,7 @@ marljax train                                   # the default experiment
 marljax train --algo mappo --env matrix/climbing-v0 --seeds 8 --set lr=3e-4
 marljax train --grid lr=1e-3,3e-4 --grid ent_coef=0,0.01   # grid x seeds, one compile
 marljax train --resume runs/<run>                # continue from the newest checkpoint
+marljax train --check-finite                     # stop at the first NaN/inf, keep checkpoints
 marljax envs                                     # list registered environments
 """
 
@@ -65,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_train_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("--algo", default="mappo", help="algorithm (ippo, mappo); default mappo")
-    train.add_argument("--env", default=DEFAULT_ENV, help=f"environment id; default {DEFAULT_ENV}")
+    train.add_argument("--algo", default=None, help="algorithm (see the keys below); default mappo")
+    train.add_argument("--env", default=None, help=f"environment id; default {DEFAULT_ENV}")
     train.add_argument("--seeds", type=int, default=None, help="number of seeds (default 4)")
     train.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
     train.add_argument(
@@ -94,7 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         default=None,
         metavar="RUN_DIR",
-        help="continue a run from its newest checkpoint",
+        help="continue a run from its newest complete checkpoint, with the run's own config; "
+        "other options given with it are applied on top, and a change of the static "
+        "configuration (anything but the output location and --check-finite) is refused",
+    )
+    train.add_argument(
+        "--check-finite",
+        action="store_true",
+        help="after every chunk, stop at the first NaN/inf metric or parameter (naming the "
+        "update, metric, seed and hparams) before that chunk is checkpointed",
     )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -112,15 +121,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def experiment_from_args(args: argparse.Namespace):
-    """Build an `Experiment` from parsed `train` arguments (validates every key and value)."""
+def experiment_from_args(args: argparse.Namespace, base=None):
+    """Build an `Experiment` from parsed `train` arguments (validates every key and value).
+
+    Args:
+      args: parsed `marljax train` arguments.
+      base: the experiment the options apply to (default `Experiment()`; with `--resume`, the
+        run's own experiment, so that only what the options change differs from it).
+    """
     from marljax.agents import algo_spec
     from marljax.experiment import Experiment
     from marljax.train import TrainConfig
 
-    spec = algo_spec(args.algo)
+    base = Experiment() if base is None else base
+    algo = args.algo if args.algo is not None else base.algo
+    env = args.env if args.env is not None else base.env
+    spec = algo_spec(algo)
     sets = cfg.parse_assignments(args.set, "--set")
-    base = Experiment()
     run_keys = {"seeds", "seed", "chunk_updates", "out_dir", "name", "checkpoint"}
     train_keys = set(cfg.field_names(TrainConfig))
     agent_keys = set(cfg.field_names(spec.config_cls))
@@ -128,6 +145,8 @@ def experiment_from_args(args: argparse.Namespace):
     run_over, train_over, agent_over, hp_over, env_over = {}, {}, {}, {}, {}
     for key, value in sets.items():
         if key.startswith("env."):
+            if not key[4:]:
+                raise cfg.ConfigError(f"--set expects env.KEY=VALUE, got {key}={value!r}")
             env_over[key[4:]] = _env_value(value)
         elif key in run_keys:
             run_over[key] = value
@@ -139,7 +158,7 @@ def experiment_from_args(args: argparse.Namespace):
             hp_over[key] = value
         else:
             valid = sorted(run_keys | train_keys | agent_keys | hp_keys) + ["env.<option>"]
-            raise cfg.unknown_key_error(key, valid, f"--set (algo {args.algo})")
+            raise cfg.unknown_key_error(key, valid, f"--set (algo {algo})")
     if args.steps is not None:
         train_over["total_env_steps"] = args.steps
     for flag, key in (("seeds", "seeds"), ("seed", "seed"), ("out", "out_dir"), ("name", "name")):
@@ -152,18 +171,21 @@ def experiment_from_args(args: argparse.Namespace):
                 key, sorted(hp_keys), "--grid (only traced hparams can be swept)"
             )
         grid[key] = [v for v in values.split(",") if v.strip()]
+        if not grid[key]:
+            raise cfg.ConfigError(f"--grid {key}= needs at least one value, e.g. {key}=1,2")
     train = cfg.replace_checked(base.train, train_over, "train")
     exp = cfg.replace_checked(base, run_over, "run")
     # agent/hparams values are validated against their classes in `build`.
     return dataclasses.replace(
         exp,
-        algo=args.algo,
-        env=args.env,
-        env_kwargs=env_over,
+        algo=algo,
+        env=env,
+        env_kwargs={**base.env_kwargs, **env_over},
         train=train,
-        agent=agent_over,
-        hparams=hp_over,
-        grid=grid,
+        agent={**base.agent, **agent_over},
+        hparams={**base.hparams, **hp_over},
+        grid=grid or base.grid,
+        check_finite=bool(getattr(args, "check_finite", False)) or base.check_finite,
     )
 
 
@@ -180,16 +202,10 @@ def _env_value(raw: str) -> Any:
 def cmd_train(args: argparse.Namespace) -> int:
     from marljax.experiment import build, run_experiment
 
-    exp = experiment_from_args(args)
-    if args.resume:
-        import json
-        import os
-
-        with open(os.path.join(args.resume, "config.json")) as f:
-            saved = json.load(f)["experiment"]
-        if not (args.set or args.grid or args.steps or args.seeds):
-            # Plain `--resume RUN_DIR`: continue with the run's own configuration.
-            exp = _experiment_from_saved(saved)
+    base = _saved_experiment(args.resume) if args.resume else None
+    # With --resume, the options apply on top of the run's own configuration; any change of
+    # the static configuration is then refused by `run_experiment`, naming the difference.
+    exp = experiment_from_args(args, base)
     build(exp)  # fail fast on bad configuration before printing anything
     result = run_experiment(exp, resume=args.resume, progress=not args.no_progress)
     import numpy as np
@@ -207,13 +223,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _experiment_from_saved(saved: dict):
-    from marljax.experiment import Experiment
-    from marljax.train import TrainConfig
+def _saved_experiment(run_dir: str):
+    """The `Experiment` recorded in a run directory's `config.json`."""
+    import json
+    import os
 
-    saved = dict(saved)
-    saved["train"] = TrainConfig(**saved["train"])
-    return Experiment(**saved)
+    from marljax.experiment import Experiment
+
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
+    with open(path) as f:
+        try:
+            saved = json.load(f)
+        except json.JSONDecodeError as err:
+            raise cfg.ConfigError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(saved, dict) or "experiment" not in saved:
+        raise cfg.ConfigError(f"{path} has no 'experiment' entry")
+    saved = dict(saved["experiment"])
+    saved.pop("check_finite", None)  # a choice of each invocation, not of the run
+    return Experiment.from_dict(saved)
 
 
 def cmd_envs(args: argparse.Namespace) -> int:
@@ -263,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from marljax.experiment import NonFiniteError
+
     try:
         if args.command == "train":
             return cmd_train(args)
@@ -277,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         ValueError,
         FileNotFoundError,
         FileExistsError,
+        NonFiniteError,
     ) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"marljax: error: {msg}", file=sys.stderr)

@@ -1,8 +1,10 @@
 """Typed, frozen configuration: strict loading from dicts and `key=value` strings.
 
 Configs are frozen dataclasses (static structure) or `flax.struct` dataclasses (traced
-hyperparameters). Loading rejects unknown keys with the close matches, and values of the wrong
-type with the expected type, before anything is compiled.
+hyperparameters). Loading rejects unknown keys with the close matches, values of the wrong
+type with the expected type, non-finite numbers, integers outside int32 and hyperparameters
+outside their valid range (`HPARAM_RANGES`, or a config class's own `RANGES`), before anything
+is compiled. Every error is a `ConfigError` (a `ValueError`) whose message names the key.
 """
 
 from __future__ import annotations
@@ -10,12 +12,63 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import typing
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ConfigError(ValueError):
     """A configuration key or value is invalid (the message names it)."""
+
+
+class Range(NamedTuple):
+    """Valid values of a numeric field: `lo <= x <= hi` (`lo < x` when `lo_open`); None: open."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+
+    def check(self, value: float, name: str) -> None:
+        """Raise `ConfigError` naming `name` if `value` is outside the range."""
+        ok = True
+        if self.lo is not None:
+            ok = value > self.lo if self.lo_open else value >= self.lo
+        if self.hi is not None:
+            ok = ok and value <= self.hi
+        if not ok:
+            raise ConfigError(f"{name} must be {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        lo = None if self.lo is None else f"{'>' if self.lo_open else '>='} {self.lo:g}"
+        if self.hi is None:
+            return lo or "any number"
+        if self.lo is None:
+            return f"<= {self.hi:g}"
+        return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}]"
+
+
+#: Valid ranges of hyperparameters by name, shared by every algorithm (an hparams or config
+#: class may add or override entries with a class attribute `RANGES: dict[str, Range]`).
+HPARAM_RANGES: dict[str, Range] = {
+    "lr": Range(0.0, None, lo_open=True),
+    "gamma": Range(0.0, 1.0),
+    "gae_lambda": Range(0.0, 1.0),
+    "td_lambda": Range(0.0, 1.0),
+    "clip_eps": Range(0.0),
+    "value_clip_eps": Range(0.0),
+    "ent_coef": Range(0.0),
+    "vf_coef": Range(0.0),
+    "max_grad_norm": Range(0.0, None, lo_open=True),
+    "adam_eps": Range(0.0, None, lo_open=True),
+    "opt_eps": Range(0.0, None, lo_open=True),
+    "eps_start": Range(0.0, 1.0),
+    "eps_finish": Range(0.0, 1.0),
+    "eps_anneal_steps": Range(0.0),
+    "tau": Range(0.0, 1.0),
+    "rmsprop_decay": Range(0.0, 1.0),
+}
+
+_INT32 = 2**31
 
 
 def field_names(cls_or_obj: Any) -> list[str]:
@@ -63,50 +116,108 @@ def parse_value(raw: Any, annotation: Any, default: Any, name: str) -> Any:
             return False
         raise ConfigError(f"{name} must be a boolean (true/false), got {raw!r}")
     if annotation is int or kind is int:
-        try:
-            if isinstance(raw, str):
-                value = float(raw)
-                if value != int(value):
-                    raise ValueError
-                return int(value)
-            if isinstance(raw, float) and raw != int(raw):
-                raise ValueError
-            return int(raw)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+        value = _parse_int(raw, name)
+        if not -_INT32 <= value < _INT32:
+            raise ConfigError(f"{name} must fit in a 32-bit integer, got {raw!r}")
+        return value
     if annotation is float or kind is float:
         try:
             if isinstance(raw, bool):
                 raise ValueError
-            return float(raw)
-        except (TypeError, ValueError):
+            value = float(raw)
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{name} must be a finite number, got {raw!r}")
+        return value
     if origin is tuple or kind is tuple:
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            raw = [raw]
+        if not isinstance(raw, (str, list, tuple)):
+            raise ConfigError(f"{name} must be a comma-separated list of integers, got {raw!r}")
         items = raw.split(",") if isinstance(raw, str) else list(raw)
         try:
-            return tuple(int(x) for x in items if str(x).strip() != "")
-        except (TypeError, ValueError):
+            return tuple(_parse_int(x, name) for x in items if str(x).strip() != "")
+        except ConfigError:
             raise ConfigError(
                 f"{name} must be a comma-separated list of integers, got {raw!r}"
             ) from None
     if annotation is str or kind is str:
+        if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+            raise ConfigError(f"{name} must be a string, got {raw!r}")
         return str(raw)
     return raw
 
 
+def _parse_int(raw: Any, name: str) -> int:
+    """An integer from an int, an integral float or a string such as `"64"` or `"1e3"`."""
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        if isinstance(raw, str):
+            raw = raw.strip()
+            try:
+                return int(raw)
+            except ValueError:
+                value = float(raw)
+        else:
+            value = raw
+        if isinstance(value, float):
+            if not math.isfinite(value) or value != int(value):
+                raise ValueError
+            return int(value)
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def ranges_of(cls_or_obj: Any) -> dict[str, Range]:
+    """The valid ranges of a config class's fields: `HPARAM_RANGES` updated by its `RANGES`."""
+    names = set(field_names(cls_or_obj))
+    own = getattr(cls_or_obj, "RANGES", None) or {}
+    merged = {**HPARAM_RANGES, **own}
+    return {k: Range(*v) for k, v in merged.items() if k in names}
+
+
+def check_ranges(obj: Any, where: str, keys: typing.Iterable[str] | None = None) -> None:
+    """Raise `ConfigError` naming `where.key` for a field outside its range (`ranges_of`).
+
+    Args:
+      obj: a config or hparams dataclass instance.
+      where: prefix of the key in messages (e.g. `"hparams"`).
+      keys: fields to check (default: every field with a range).
+    """
+    ranges = ranges_of(obj)
+    for key in ranges if keys is None else keys:
+        if key not in ranges:
+            continue
+        value = getattr(obj, key)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue  # arrays (already stacked grids) are checked value by value by callers
+        if not math.isfinite(number):
+            raise ConfigError(f"{where}.{key} must be a finite number, got {value!r}")
+        ranges[key].check(number, f"{where}.{key}")
+
+
 def replace_checked(obj: Any, values: dict[str, Any], where: str) -> Any:
     """`dataclasses.replace(obj, **values)` with every key and value validated."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where} must be a mapping of key: value, got {values!r}")
     valid = field_names(obj)
     parsed = {}
     for key, raw in values.items():
         if key not in valid:
-            raise unknown_key_error(key, valid, where)
+            raise unknown_key_error(str(key), valid, where)
         annotation, default = _field_kind(obj, key)
         parsed[key] = parse_value(raw, annotation, getattr(obj, key, default), f"{where}.{key}")
     try:
-        return dataclasses.replace(obj, **parsed)
+        out = dataclasses.replace(obj, **parsed)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"Invalid {where}: {err}") from err
+    check_ranges(out, where, parsed)
+    return out
 
 
 def to_dict(obj: Any) -> Any:
@@ -129,8 +240,32 @@ def parse_assignments(items: list[str], flag: str = "--set") -> dict[str, str]:
         if "=" not in item:
             raise ConfigError(f"{flag} expects key=value, got {item!r}")
         k, v = item.split("=", 1)
+        if not k.strip():
+            raise ConfigError(f"{flag} expects key=value, got {item!r} (no key)")
         out[k.strip()] = v.strip()
     return out
+
+
+def loads(text: str, where: str = "config") -> dict[str, Any]:
+    """Parse a JSON or YAML mapping (YAML needs PyYAML, which flax installs).
+
+    Raises:
+      ConfigError: the text is neither, or is not a mapping.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as json_err:
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover (flax depends on PyYAML)
+            raise ConfigError(f"{where} is not valid JSON: {json_err}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{where} is neither valid JSON nor YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping of key: value, got {type(data).__name__}")
+    return data
 
 
 def diff(a: Any, b: Any, prefix: str = "") -> list[str]:

@@ -13,6 +13,12 @@ checkpoint. A run directory holds:
 
 `run_experiment(exp, resume=RUN_DIR)` continues a run from its newest complete checkpoint; a
 changed static configuration is refused with the differences named.
+
+Reliability: every key and value is validated before anything is compiled or written (a
+`ConfigError` naming the key); checkpoints are written atomically (a run killed at any moment
+resumes from its newest complete checkpoint, bit-identical to a run never stopped on CPU); with
+`check_finite=True` a non-finite metric or parameter stops the run before its chunk is
+checkpointed, so the last good checkpoint stays the newest.
 """
 
 from __future__ import annotations
@@ -56,8 +62,14 @@ class Experiment:
       grid: hyperparameter name -> list of values; the Cartesian product is swept.
       chunk_updates: updates per compiled chunk (0: about 20 chunks per run).
       out_dir: parent folder of run directories.
-      name: run directory name (default: `<algo>_<env>_<timestamp>`).
+      name: run directory name (default: `<algo>_<env>_<timestamp>`); a plain name, no path.
       checkpoint: write checkpoints between chunks.
+      check_finite: after every chunk, check metrics and parameters for NaN/inf and stop with
+        a `NonFiniteError` (naming the update, the metric or parameter, the seed and the hparams
+        setting) before that chunk is checkpointed. Not part of the static configuration: a run
+        may be resumed with or without it.
+
+    `Experiment.from_dict` builds one from a JSON/YAML-like mapping, rejecting unknown keys.
     """
 
     algo: str = "mappo"
@@ -75,12 +87,82 @@ class Experiment:
     out_dir: str = "runs"
     name: str | None = None
     checkpoint: bool = True
+    check_finite: bool = False
 
     def __post_init__(self):
-        if int(self.seeds) < 1:
+        for key, kind in (("algo", str), ("env", str), ("out_dir", str)):
+            if not isinstance(getattr(self, key), kind):
+                raise cfg.ConfigError(f"{key} must be a string, got {getattr(self, key)!r}")
+        for key in ("seeds", "seed", "chunk_updates"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise cfg.ConfigError(f"{key} must be an integer, got {value!r}")
+            if not -(2**31) <= int(value) < 2**31:
+                raise cfg.ConfigError(f"{key} must fit in a 32-bit integer, got {value!r}")
+        for key in ("checkpoint", "check_finite"):
+            if not isinstance(getattr(self, key), (bool, np.bool_)):
+                raise cfg.ConfigError(f"{key} must be a boolean, got {getattr(self, key)!r}")
+        for key in ("env_kwargs", "agent", "hparams", "grid"):
+            value = getattr(self, key)
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                raise cfg.ConfigError(f"{key} must be a mapping of name: value, got {value!r}")
+        for key, values in self.grid.items():
+            if not isinstance(values, (list, tuple)) or len(values) == 0:
+                raise cfg.ConfigError(
+                    f"grid.{key} must be a non-empty list of values, got {values!r}"
+                )
+        if isinstance(self.train, dict):  # from JSON/YAML: validated like any other key
+            object.__setattr__(
+                self, "train", cfg.replace_checked(TrainConfig(), self.train, "train")
+            )
+        if not isinstance(self.train, TrainConfig):
+            raise cfg.ConfigError(f"train must be a TrainConfig or a mapping, got {self.train!r}")
+        if self.seeds < 1:
             raise cfg.ConfigError(f"seeds must be >= 1, got {self.seeds}")
-        if int(self.chunk_updates) < 0:
+        if self.chunk_updates < 0:
             raise cfg.ConfigError(f"chunk_updates must be >= 0, got {self.chunk_updates}")
+        if self.name is not None:
+            if not isinstance(self.name, str) or not self.name.strip():
+                raise cfg.ConfigError(f"name must be a non-empty string, got {self.name!r}")
+            if os.sep in self.name or "/" in self.name or self.name in (".", ".."):
+                raise cfg.ConfigError(
+                    f"name must be a plain directory name (use out_dir for the folder), got "
+                    f"{self.name!r}"
+                )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Experiment:
+        """An `Experiment` from a JSON/YAML-like mapping (e.g. `config.json`'s "experiment").
+
+        Every key and value is validated: unknown keys (top level and `train`) raise a
+        `ConfigError` listing the close matches; wrong types and out-of-range values raise a
+        `ConfigError` naming the key. Agent, hparams and env keys are checked by `build`.
+        """
+        if not isinstance(data, dict):
+            raise cfg.ConfigError(f"an experiment must be a mapping, got {type(data).__name__}")
+        valid = cfg.field_names(cls)
+        for key in data:
+            if key not in valid:
+                raise cfg.unknown_key_error(str(key), valid, "experiment")
+        values = dict(data)
+        base = cls()
+        scalars = {
+            k: values.pop(k)
+            for k in ("seeds", "seed", "chunk_updates", "checkpoint", "check_finite", "out_dir")
+            if k in values
+        }
+        if "train" in values:
+            values["train"] = cfg.replace_checked(base.train, values["train"], "train")
+        out = cfg.replace_checked(base, scalars, "experiment") if scalars else base
+        try:
+            return dataclasses.replace(out, **values)
+        except TypeError as err:
+            raise cfg.ConfigError(f"Invalid experiment: {err}") from err
+
+    @classmethod
+    def loads(cls, text: str) -> Experiment:
+        """`from_dict` of a JSON or YAML text."""
+        return cls.from_dict(cfg.loads(text, "experiment"))
 
     @property
     def updates_per_chunk(self) -> int:
@@ -105,6 +187,7 @@ def build(exp: Experiment) -> Built:
     """Resolve and validate an experiment (raises clear errors; compiles nothing)."""
     spec = algo_spec(exp.algo)
     env, env_params = make(exp.env, **exp.env_kwargs)
+    _check_env_params(exp.env, env_params)
     agent_config = cfg.replace_checked(spec.config_cls(**spec.config_defaults), exp.agent, "agent")
     base_hp = cfg.replace_checked(spec.hparams_cls(), exp.hparams, "hparams")
     grid = {}
@@ -115,7 +198,27 @@ def build(exp: Experiment) -> Built:
     hparams, settings = hparam_grid(base_hp, **grid)
     agent = spec.factory(agent_config, env, env_params)
     trainer = make_train(exp.train, env, agent, env_params)
+    try:  # trace (not compile) the initial state: errors from inside the agent surface here
+        jax.eval_shape(trainer.init, jax.random.PRNGKey(0), base_hp, env_params)
+    except (ValueError, TypeError, KeyError) as err:
+        raise cfg.ConfigError(
+            f"Invalid configuration for {exp.algo} on {exp.env} (agent {exp.agent}): {err}"
+        ) from err
     return Built(env, env_params, agent, agent_config, hparams, settings, trainer)
+
+
+def _check_env_params(env_id: str, params: Any) -> None:
+    """Every env needs `max_steps >= 1` and finite numeric params (clear errors before JAX)."""
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if not f.metadata.get("pytree_node", True) or value is None:
+            continue
+        arr = np.asarray(value)
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise cfg.ConfigError(f"env.{f.name} of {env_id} must be finite, got {arr.tolist()}")
+    steps = np.asarray(getattr(params, "max_steps", 1))
+    if (steps < 1).any():
+        raise cfg.ConfigError(f"env.max_steps of {env_id} must be >= 1, got {steps.tolist()}")
 
 
 def describe(exp: Experiment, built: Built) -> dict[str, Any]:
@@ -182,7 +285,7 @@ def _git_commit() -> str | None:
 def _static_part(description: dict[str, Any]) -> dict[str, Any]:
     """What must not change when resuming (everything but output locations and versions)."""
     exp = dict(description["experiment"])
-    for k in ("out_dir", "name", "checkpoint"):
+    for k in ("out_dir", "name", "checkpoint", "check_finite"):
         exp.pop(k, None)
     return {"experiment": exp}
 
@@ -205,7 +308,9 @@ def run_experiment(
 
     Args:
       exp: the experiment.
-      resume: an existing run directory to continue from its newest complete checkpoint.
+      resume: an existing run directory to continue from its newest complete checkpoint (from
+        the start if it was stopped before its first checkpoint). A checkpoint that was being
+        written when the process died is never listed, so never restored.
       progress: show a progress bar (tqdm).
       stop_after_chunks: stop after this many chunks of this call (for tests of interruption).
 
@@ -244,21 +349,33 @@ def run_experiment(
     done_updates = 0
     ckpt = Checkpointer(os.path.join(run_dir, "checkpoints")) if exp.checkpoint else None
     if resume is not None:
-        if ckpt is None or ckpt.latest_step() is None:
-            raise FileNotFoundError(f"No complete checkpoint to resume from in {run_dir}")
-        state = ckpt.restore(state)
-        done_updates = int(ckpt.latest_step())
-        saved = np.load(os.path.join(run_dir, "metrics.npz"))
-        history = {k: [saved[k][..., :done_updates]] for k in saved.files}
+        if ckpt is None:
+            raise FileNotFoundError(
+                f"Cannot resume {run_dir} with checkpoint=False (nothing to restore from)"
+            )
+        if ckpt.latest_step() is not None:
+            state = ckpt.restore(state)
+            done_updates = int(ckpt.latest_step())
+            # metrics.npz ([G, S, U, ...] arrays) is written before each checkpoint, so it
+            # covers `done_updates`; a write after the newest checkpoint is cut off here.
+            with np.load(os.path.join(run_dir, "metrics.npz")) as saved:
+                history = {k: [saved[k][:, :, :done_updates]] for k in saved.files}
+        # else: killed before its first checkpoint; start again from update 0 (same keys).
 
     total = exp.train.num_updates
     chunk = exp.updates_per_chunk
     bar = _progress_bar(total, done_updates, exp) if progress else None
     chunks_run = 0
+    finite_fn = jax.jit(_finite_flags) if exp.check_finite else None
     try:
         while done_updates < total:
             n = min(chunk, total - done_updates)
             state, metrics = run_fn(state, built.hparams, built.env_params, n)
+            if finite_fn is not None:
+                # Before anything of this chunk is written: the newest checkpoint stays good.
+                _raise_if_non_finite(
+                    finite_fn(metrics, state.agent_state), exp, built, done_updates, n, ckpt
+                )
             for k, v in metrics.items():
                 history.setdefault(k, []).append(np.asarray(v))
             done_updates += n
@@ -282,6 +399,92 @@ def run_experiment(
     if done_updates >= total:
         _write_plot(run_dir, exp, built, merged)
     return RunResult(run_dir, merged, state, built.settings)
+
+
+class NonFiniteError(FloatingPointError):
+    """A training run produced NaN or inf (raised by `run_experiment(check_finite=True)`).
+
+    Attributes:
+      update: the first update (1-based) after which the value was seen.
+      what: `"metric <name>"` or `"parameter <path>"`.
+      seed: the seed of the run.
+      setting: the hparams setting of the run (a dict; empty without a grid).
+    """
+
+    def __init__(self, message: str, update: int, what: str, seed: int, setting: dict):
+        super().__init__(message)
+        self.update, self.what, self.seed, self.setting = update, what, seed, setting
+
+
+#: Metrics that are NaN by design in an update where no episode finished.
+_EPISODE_METRICS = ("episode_return", "episode_return_per_agent", "episode_length")
+
+
+def _finite_flags(metrics: dict, agent_state: Any) -> tuple[dict, Any]:
+    """`([G, S, U] bool per metric, [G, S] bool per floating parameter leaf)`, True = finite.
+
+    A metric that is NaN by design (episode statistics of an update where no episode ended)
+    counts as finite.
+    """
+    no_episode = metrics["num_episodes"] == 0 if "num_episodes" in metrics else None
+
+    def metric_ok(name, x):
+        x = jnp.asarray(x)
+        ok = jnp.isfinite(x) if jnp.issubdtype(x.dtype, jnp.inexact) else jnp.ones(x.shape, bool)
+        ok = ok.reshape(*ok.shape[:3], -1).all(-1)  # per-agent metrics: all agents
+        if no_episode is not None and (name in _EPISODE_METRICS or "/" in name):
+            ok = ok | (no_episode & jnp.isnan(jnp.asarray(x).reshape(*ok.shape, -1)).all(-1))
+        return ok
+
+    def leaf_ok(x):
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.inexact):
+            return jnp.ones(x.shape[:2], bool)
+        return jnp.isfinite(x).reshape(*x.shape[:2], -1).all(-1)
+
+    return {k: metric_ok(k, v) for k, v in metrics.items()}, jax.tree.map(leaf_ok, agent_state)
+
+
+def _raise_if_non_finite(flags, exp: Experiment, built: Built, done: int, n: int, ckpt) -> None:
+    """Raise `NonFiniteError` for the earliest non-finite metric, else the first bad parameter."""
+    metric_flags, param_flags = jax.tree.map(np.asarray, flags)
+    first = None  # (update index in chunk, name, g, s)
+    for name, ok in sorted(metric_flags.items()):
+        bad = np.argwhere(~ok)  # rows (g, s, u)
+        if bad.size:
+            g, s_, u = min(bad.tolist(), key=lambda r: (r[2], r[0], r[1]))
+            if first is None or u < first[0]:
+                first = (u, f"metric {name!r}", g, s_)
+    if first is None:
+        leaves, _ = jax.tree_util.tree_flatten_with_path(param_flags)
+        for path, ok in leaves:
+            bad = np.argwhere(~ok)
+            if bad.size:
+                g, s_ = bad[0].tolist()
+                first = (n - 1, f"parameter {jax.tree_util.keystr(path)}", g, s_)
+                break
+    if first is None:
+        return
+    u, what, g, s_ = first
+    update = done + u + 1
+    seed = exp.seed + s_
+    setting = built.settings[g]
+    label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the default hparams"
+    kept = ckpt.latest_step() if ckpt is not None else None
+    where = (
+        f"the newest checkpoint (update {kept}) is left as it was"
+        if kept is not None
+        else "no checkpoint was written"
+    )
+    raise NonFiniteError(
+        f"Non-finite value at update {update} of {exp.train.num_updates}: {what} is NaN or inf "
+        f"for seed {seed} with {label}. The run stopped before checkpointing updates "
+        f"{done + 1}-{done + n}; {where}.",
+        update,
+        what,
+        seed,
+        setting,
+    )
 
 
 def final_returns(metrics: dict[str, np.ndarray]) -> np.ndarray:

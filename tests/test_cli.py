@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import os
 
+import flax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import marljax
+import marljax.checkpoint
 import marljax.results
+import marljax.testing
 from marljax import cli
 from marljax.agents import PPOConfig, PPOHParams
 from marljax.experiment import Experiment, run_experiment
@@ -75,16 +79,23 @@ def test_train_writes_a_complete_run_directory(finished_run):
     assert os.listdir(finished_run / "checkpoints"), "no checkpoint written"
 
 
-def test_resume_after_interruption_equals_uninterrupted(tmp_path, finished_run):
+def test_resume_after_interruption_equals_uninterrupted(tmp_path, finished_run, capsys):
+    """`marljax train --resume RUN_DIR` alone: the run's own config, the same final numbers."""
     args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
     exp = cli.experiment_from_args(args)
     exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path), "name": "cut"})
     partial = run_experiment(exp, progress=False, stop_after_chunks=1)
     assert partial.metrics["episode_return"].shape[-1] == 2  # one chunk of 2 updates
-    resumed = run_experiment(exp, resume=partial.run_dir, progress=False)
+    # --check-finite is a choice of each invocation, not part of the static configuration.
+    code, out, err = run_cli(
+        ["train", "--resume", partial.run_dir, "--check-finite", "--no-progress"], capsys
+    )
+    assert code == 0, err
+    assert partial.run_dir in out
+    resumed = np.load(os.path.join(partial.run_dir, "metrics.npz"))
     full = np.load(finished_run / "metrics.npz")
     for k in full.files:
-        np.testing.assert_array_equal(resumed.metrics[k], full[k], err_msg=f"metric {k}")
+        np.testing.assert_array_equal(resumed[k], full[k], err_msg=f"metric {k}")
 
 
 def test_resume_with_changed_config_is_refused_and_nothing_is_lost(finished_run, capsys):
@@ -158,3 +169,149 @@ def test_grid_sweep_through_the_cli(tmp_path, capsys):
     assert "lr=0.001" in out and "lr=0.003" in out
     data = json.loads((tmp_path / "g" / "metrics.json").read_text())
     assert set(data["matrix"]["penalty_k0-v0"]) == {"mappo[lr=0.001]", "mappo[lr=0.003]"}
+
+
+# ------------------------------------------------------------------------------ --resume
+
+
+@pytest.mark.parametrize(
+    "extra,needles",
+    [
+        (["--env", "matrix/penalty_k25-v0"], ["env", "penalty_k0-v0", "penalty_k25-v0"]),
+        (["--algo", "ippo"], ["algo", "mappo", "ippo"]),
+        (["--seeds", "3"], ["seeds", "2", "3"]),
+        (["--set", "lr=1e-3"], ["hparams", "lr"]),
+        (["--set", "env.max_steps=7"], ["env_kwargs", "max_steps"]),
+        (["--grid", "ent_coef=0,0.1"], ["grid", "ent_coef"]),
+        (["--steps", "999"], ["total_env_steps", "999"]),
+    ],
+)
+def test_resume_refuses_each_changed_static_option_naming_it(finished_run, extra, needles, capsys):
+    before = sorted(os.listdir(finished_run / "checkpoints"))
+    code, _, err = run_cli(
+        ["train", "--resume", str(finished_run), *extra, "--no-progress"], capsys
+    )
+    assert code == 2, err
+    assert "differs" in err, err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in: {err}"
+    assert sorted(os.listdir(finished_run / "checkpoints")) == before
+
+
+def test_resume_of_a_missing_or_broken_run_dir_fails_clearly(tmp_path, capsys):
+    code, _, err = run_cli(["train", "--resume", str(tmp_path / "nope")], capsys)
+    assert code == 2 and "not a run directory" in err, err
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{half")
+    code, _, err = run_cli(["train", "--resume", str(tmp_path / "broken")], capsys)
+    assert code == 2 and "config.json" in err and "Traceback" not in err, err
+
+
+# ------------------------------------------------------------------------------ --check-finite
+
+
+class NaNAfterEnv(marljax.testing.CountingEnv):
+    """CountingEnv whose rewards turn NaN from step `nan_at` of an episode on (long episodes)."""
+
+    def default_params(self):
+        return NaNAfterParams()
+
+    def step(self, key, state, actions, params):
+        state, ts = super().step(key, state, actions, params)
+        bad = state.count >= params.nan_at
+        return state, ts.replace(reward=jnp.where(bad, jnp.nan, ts.reward))
+
+
+@flax.struct.dataclass
+class NaNAfterParams(marljax.testing.CountingParams):
+    max_steps: int = 100
+    goal: int = 100
+    nan_at: int = 10
+
+
+NAN_ENV = "testing/nan_after-v0"
+
+
+@pytest.fixture
+def nan_env():
+    """Registers NaNAfterEnv for one test only (other modules iterate the registry)."""
+    from marljax.core import registry
+
+    registry.register(NAN_ENV, NaNAfterEnv, description="rewards turn NaN at step 10")
+    try:
+        yield NAN_ENV
+    finally:
+        registry._REGISTRY.pop(NAN_ENV, None)
+
+
+# 4 envs x 4 steps per update: step 10 of every episode falls in update 3 (chunk 2 of 2 updates).
+NAN_ARGS = [
+    "--env",
+    NAN_ENV,
+    "--seeds",
+    "2",
+    "--seed",
+    "5",
+    "--steps",
+    str(4 * 4 * 6),
+    "--set",
+    "num_envs=4",
+    "--set",
+    "rollout_len=4",
+    "--set",
+    "hidden_sizes=8",
+    "--set",
+    "num_minibatches=1",
+    "--set",
+    "num_epochs=1",
+    "--set",
+    "chunk_updates=2",
+    "--no-progress",
+]
+
+
+def test_check_finite_stops_at_the_first_nan_and_keeps_the_last_good_checkpoint(
+    tmp_path, capsys, nan_env
+):
+    code, _, err = run_cli(
+        ["train", *NAN_ARGS, "--grid", "lr=1e-3,3e-3", "--check-finite", "--out", str(tmp_path)]
+        + ["--name", "nan"],
+        capsys,
+    )
+    assert code == 2, err
+    assert "update 3 of 6" in err, err
+    assert "seed 5" in err and "lr=0.001" in err, err  # the first seed of the first setting
+    assert "metric '" in err and "Traceback" not in err, err
+    assert "newest checkpoint (update 2)" in err, err
+    run = tmp_path / "nan"
+    with marljax.checkpoint.Checkpointer(run / "checkpoints") as ckpt:
+        assert ckpt.all_steps() == [2], "the chunk with the NaN must not be checkpointed"
+    assert np.load(run / "metrics.npz")["policy_loss"].shape[-1] == 2
+
+
+def test_check_finite_accepts_nan_episode_returns_of_updates_where_no_episode_ended(
+    tmp_path, capsys
+):
+    """CountingEnv episodes last 5 steps: updates 1 and 6 (4 steps each) end none: NaN returns."""
+    good = [a if a != NAN_ENV else "testing/counting-v0" for a in NAN_ARGS]
+    code, _, err = run_cli(
+        ["train", *good, "--check-finite", "--out", str(tmp_path), "--name", "b"], capsys
+    )
+    assert code == 0, err
+    returns = np.load(tmp_path / "b" / "metrics.npz")["episode_return"]
+    assert np.isnan(returns[..., [0, 5]]).all() and np.isfinite(returns[..., 1:5]).all()
+
+
+def test_non_finite_parameter_is_named_when_the_metrics_are_finite():
+    from marljax.experiment import NonFiniteError, _raise_if_non_finite
+
+    exp = Experiment(seeds=2, seed=3, train=TrainConfig(num_envs=2, rollout_len=2))
+
+    class B:
+        settings = [{"lr": 0.01}, {"lr": 0.1}]
+
+    ok = np.ones((2, 2, 4), bool)
+    params = {"actor": {"w": np.array([[True, True], [True, False]])}}
+    with pytest.raises(NonFiniteError, match=r"update 8 .*\['actor'\]\['w'\].*seed 4.*lr=0.1"):
+        _raise_if_non_finite(({"loss": ok}, params), exp, B, 4, 4, None)
+    _raise_if_non_finite(({"loss": ok}, {"w": np.ones((2, 2), bool)}), exp, B, 4, 4, None)

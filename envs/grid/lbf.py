@@ -160,6 +160,10 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
     def default_params(self) -> LBFParams:
         return LBFParams()
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Reward options that may vary freely (level bounds depend on each other and are kept)."""
+        return {"force_coop": (0, 1), "normalize_reward": (0, 1), "penalty": (0.0, 1.0)}
+
     def validate_params(self, params: LBFParams) -> None:
         """Reject impossible level bounds and limits at `make` time (concrete params only).
 

@@ -150,6 +150,17 @@ class PredatorPrey(Environment[PredatorPreyState, PredatorPreyParams]):
     def default_params(self) -> PredatorPreyParams:
         return PredatorPreyParams()
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Rewards, capture rules and prey behaviour that may vary (see `Environment.param_ranges`)."""
+        return {
+            "capture_agents": (1, 5),
+            "capture_reward": (0.0, 20.0),
+            "punishment": (-5.0, 0.0),
+            "step_reward": (-1.0, 0.0),
+            "remove_captors": (0, 1),
+            "prey_rest_prob": (0.0, 1.0),
+        }
+
     def reset(self, key: PRNGKey, params: PredatorPreyParams) -> tuple[PredatorPreyState, TimeStep]:
         """Place predators and prey on distinct uniformly random cells."""
         A, M, W = self.num_agents, self.num_prey, self.width

@@ -107,6 +107,10 @@ class MatrixGame(Environment[MatrixGameState, MatrixGameParams]):
             num_rounds=self._num_rounds,
         )
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Any payoff table and a few rounds give a valid game (see `Environment.param_ranges`)."""
+        return {"payoffs": (-10.0, 10.0), "num_rounds": (1, 6)}
+
     @property
     def payoff_shape(self) -> tuple[int, ...]:
         """`(A, N, ..., N)`, the shape `params.payoffs` must have."""

@@ -70,6 +70,10 @@ class TwoStepGame(Environment[TwoStepState, TwoStepParams]):
     def default_params(self) -> TwoStepParams:
         return TwoStepParams()
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Any payoffs give a valid game (see `Environment.param_ranges`)."""
+        return {"value_2a": (-10.0, 10.0), "payoffs_2b": (-10.0, 10.0)}
+
     def reset(self, key: PRNGKey, params: TwoStepParams) -> tuple[TwoStepState, TimeStep]:
         state = TwoStepState(stage=jnp.int32(STATE_1), t=jnp.int32(0))
         zeros = jnp.zeros((self.num_agents,), jnp.float32)

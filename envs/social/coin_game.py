@@ -115,6 +115,10 @@ class CoinGame(Environment[CoinGameState, CoinGameParams]):
     def default_params(self) -> CoinGameParams:
         return CoinGameParams()
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Rewards of either sign give a valid game (see `Environment.param_ranges`)."""
+        return {"pickup_reward": (-2.0, 2.0), "owner_penalty": (-4.0, 0.0)}
+
     def validate_params(self, params) -> None:
         """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
         check_coin_game_params(params)

@@ -312,6 +312,16 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
             f"num_agents={self.num_agents}, view_radius={self.view_radius})"
         )
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Rewards and tagging rules that may vary (see `Environment.param_ranges`)."""
+        return {
+            "apple_reward": (0.0, 2.0),
+            "zap_cost": (0.0, 2.0),
+            "hit_penalty": (0.0, 50.0),
+            "beam_length": (0, self.max_beam_length),
+            "tag_timeout": (0, 30),
+        }
+
     def validate_params(self, params: DilemmaGridParams) -> None:
         """Check concrete params on the host (not traceable); raise `ValueError` if impossible.
 
@@ -534,6 +544,14 @@ class Harvest(DilemmaGrid):
             regrowth_probs=jnp.array([0.0, 0.005, 0.02, 0.05], jnp.float32),
         )
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Shared ranges plus any regrowth probabilities and radius (see `DilemmaGrid`)."""
+        return {
+            **super().param_ranges(),
+            "regrowth_probs": (0.0, 1.0),
+            "regrowth_radius_sq": (0.0, 8.0),
+        }
+
     def _probabilities(self, params: HarvestParams) -> dict:
         return {"regrowth_probs": params.regrowth_probs}
 
@@ -579,6 +597,15 @@ class Cleanup(DilemmaGrid):
             stream=jnp.asarray(m["S"]),
             initial_waste=jnp.asarray(m["H"]),
         )
+
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Shared ranges plus the cost and probabilities (thresholds depend on each other)."""
+        return {
+            **super().param_ranges(),
+            "clean_cost": (0.0, 2.0),
+            "apple_respawn_prob": (0.0, 1.0),
+            "waste_spawn_prob": (0.0, 1.0),
+        }
 
     def _probabilities(self, params: CleanupParams) -> dict:
         return {

@@ -124,6 +124,15 @@ class PublicGoods(Environment[PublicGoodsState, PublicGoodsParams]):
     def default_params(self) -> PublicGoodsParams:
         return PublicGoodsParams()
 
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Values accepted by `validate_params` (see `Environment.param_ranges`)."""
+        return {
+            "num_rounds": (1, 6),
+            "endowment": (0.1, 20.0),
+            "multiplier": (0.0, 5.0),
+            "cooperation_threshold": (0.0, 1.0),
+        }
+
     def validate_params(self, params) -> None:
         """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
         check_public_goods_params(params)

@@ -89,6 +89,12 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     Subclasses hold only static, shape-determining configuration as attributes and implement
     `default_params`, `reset`, `step`, `observation_space`, `action_space` and
     `global_state_space`. Core environments do not auto-reset; use `marljax.core.wrappers.AutoReset`.
+
+    Documented parameter ranges: `param_ranges` returns, for the numeric params fields that may
+    be varied freely, an inclusive range `(lo, hi)` inside which every value (each element, for
+    array fields) gives a valid environment. The property tests (`tests/test_properties.py`) draw
+    params inside these ranges for every registered env; a field that is not listed keeps its
+    default (except `max_steps`, which is always varied over small values).
     """
 
     #: number of agents `A` (static).
@@ -138,6 +144,16 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
         Runs on the host with concrete values; the default accepts everything.
         """
         del params
+
+    def param_ranges(self) -> dict[str, tuple[float, float]]:
+        """Inclusive ranges `{field: (lo, hi)}` of the params fields that may be varied freely.
+
+        Every value inside a range (each element of an array field, independently of the other
+        fields) must give a valid environment: `validate_params` accepts it and rollouts stay
+        finite and within the declared spaces. Integer and boolean fields are drawn as integers
+        (`(0, 1)` for a boolean). The default, `{}`, varies nothing but `max_steps`.
+        """
+        return {}
 
     @property
     def agent_types(self) -> Array:

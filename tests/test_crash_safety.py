@@ -1,0 +1,173 @@
+"""Crash safety: a training process killed at any moment resumes to the same bits.
+
+A real `marljax train` subprocess is killed with SIGKILL several times (while a checkpoint is
+being written, and at random moments between chunks), resumed each time with
+`marljax train --resume RUN_DIR`, and finally run to the end. Its final checkpoint and metrics
+must equal, bit for bit, those of an uninterrupted run started alongside it. A checkpoint that
+was being written when the process died must never be listed or restored. Adding an agent is
+one entry of `CASES`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from marljax.checkpoint import Checkpointer
+
+UPDATES = 12  # one checkpoint per update: many chances to die inside a write
+COMMON = [
+    "--env",
+    "matrix/ipd-v0",
+    "--seeds",
+    "2",
+    "--seed",
+    "3",
+    "--steps",
+    str(4 * 4 * UPDATES),
+    "--set",
+    "num_envs=4",
+    "--set",
+    "rollout_len=4",
+    "--set",
+    "chunk_updates=1",
+    "--no-progress",
+]
+# (id, extra arguments): one entry per agent.
+CASES = [
+    (
+        "mappo",
+        ["--algo", "mappo", "--set", "hidden_sizes=8", "--set", "num_minibatches=2"],
+    ),
+]
+# When each kill lands, once the process has written a new checkpoint: "write" as soon as the
+# next checkpoint's temporary folder appears (mid-write); a number, that many seconds (plus a
+# random fraction) later.
+KILL_PLAN = ["write", 0.0, "write"]
+TIMEOUT = 240  # seconds for any single wait (a hang fails instead of eating the CI budget)
+
+
+def start(args: list[str], cwd) -> subprocess.Popen:
+    # Run outside the repository so that the installed marljax is imported.
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "marljax.cli", "train", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def entries(ckpt_dir) -> tuple[list[int], list[str]]:
+    """(finalised steps, in-progress temporary entries) of a checkpoint folder."""
+    try:
+        names = os.listdir(ckpt_dir)
+    except FileNotFoundError:
+        return [], []
+    done = sorted(int(n) for n in names if n.isdigit())
+    return done, [n for n in names if not n.isdigit()]
+
+
+def newest(ckpt_dir) -> int:
+    steps = entries(ckpt_dir)[0]
+    return steps[-1] if steps else 0
+
+
+def tmp_step(name: str) -> int:
+    """The step of a temporary entry such as `5.orbax-checkpoint-tmp` (-1 if none)."""
+    head = name.split(".")[0]
+    return int(head) if head.isdigit() else -1
+
+
+def wait_for(predicate, proc: subprocess.Popen, what: str, poll: float = 0.002) -> bool:
+    """Poll until `predicate()`; False if the process exited first."""
+    deadline = time.monotonic() + TIMEOUT
+    while not predicate():
+        if proc.poll() is not None:
+            return False
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(poll)
+    return True
+
+
+def finish(proc: subprocess.Popen) -> str:
+    out, _ = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, f"training exited with {proc.returncode}:\n{out[-3000:]}"
+    return out
+
+
+def final_state(run_dir) -> dict:
+    """The newest checkpoint as raw arrays (no template needed) and the metrics."""
+    with Checkpointer(run_dir / "checkpoints") as ckpt:
+        step = ckpt.latest_step()
+    assert step == UPDATES, f"{run_dir}: newest checkpoint {step}, expected {UPDATES}"
+    state = ocp.StandardCheckpointer().restore(str(run_dir / "checkpoints" / str(step) / "default"))
+    with np.load(run_dir / "metrics.npz") as m:
+        metrics = {k: m[k] for k in m.files}
+    return {"state": jax.tree.map(np.asarray, state), "metrics": metrics}
+
+
+@pytest.mark.parametrize("extra", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_killed_and_resumed_run_equals_an_uninterrupted_run(extra, tmp_path):
+    rng = random.Random(0)  # the kill plan's random delays (the timing itself is the OS's)
+    out = tmp_path / "runs"
+    reference = start([*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
+    run_dir, ckpt_dir = out / "cut", out / "cut" / "checkpoints"
+    proc = start([*COMMON, *extra, "--out", str(out), "--name", "cut"], tmp_path)
+    kills, mid_write = 0, 0
+    for plan in KILL_PLAN:
+        # First some progress of this process: a new complete checkpoint.
+        before = entries(ckpt_dir)[0]
+        last = before[-1] if before else 0
+        alive = wait_for(lambda last=last: newest(ckpt_dir) > last, proc, "a new checkpoint")
+        if alive and plan == "write":
+            # Then kill while the next checkpoint's temporary folder exists.
+            last = newest(ckpt_dir)
+            alive = wait_for(
+                lambda last=last: any(tmp_step(n) > last for n in entries(ckpt_dir)[1]),
+                proc,
+                "a checkpoint write",
+            )
+        elif alive:
+            time.sleep(plan + rng.uniform(0.0, 0.3))  # a random moment
+        if not alive or proc.poll() is not None:
+            break  # finished before the kill: nothing left to interrupt
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=TIMEOUT)
+        kills += 1
+        steps, tmp = entries(ckpt_dir)
+        if tmp:
+            mid_write += 1
+            # The half-written checkpoint is not listed, so never restored.
+            with Checkpointer(ckpt_dir) as ckpt:
+                latest = ckpt.latest_step()
+            assert latest == (steps[-1] if steps else None)
+            assert all(tmp_step(n) > (latest or 0) for n in tmp)
+        proc = start(["--resume", str(run_dir), "--no-progress"], tmp_path)
+    finish(proc)
+    finish(reference)
+    assert kills >= 2, f"only {kills} kills landed before the run finished"
+    assert mid_write >= 1, "no kill landed inside a checkpoint write"
+    assert entries(ckpt_dir)[1] == [], "a temporary checkpoint folder was left behind"
+
+    got, want = final_state(run_dir), final_state(out / "ref")
+    for part in ("metrics", "state"):
+        leaves_got, tree_got = jax.tree_util.tree_flatten_with_path(got[part])
+        leaves_want, tree_want = jax.tree.flatten(want[part])
+        assert tree_got == tree_want, f"{part}: different structure after resume"
+        for (path, x), y in zip(leaves_got, leaves_want):
+            assert x.dtype == y.dtype and x.shape == y.shape, jax.tree_util.keystr(path)
+            assert x.tobytes() == y.tobytes(), (
+                f"{part} {jax.tree_util.keystr(path)} differs after {kills} kills and resumes"
+            )
