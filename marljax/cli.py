@@ -5,6 +5,9 @@ marljax train --algo mappo --env matrix/climbing-v0 --seeds 8 --set lr=3e-4
 marljax train --grid lr=1e-3,3e-4 --grid ent_coef=0,0.01   # grid x seeds, one compile
 marljax train --resume runs/<run>                # continue from the newest checkpoint
 marljax train --check-finite                     # stop at the first NaN/inf, keep checkpoints
+marljax train --algo qmix --env matrix/two_step-v0 --set recurrent=false --qtable
+marljax sweep --algo ippo --sample lr=log:1e-4:1e-2 --num-samples 16 --seeds 4
+marljax plot runs/<run> runs/<other run>         # PNG figures with CI bands
 marljax envs                                     # list registered environments
 """
 
@@ -44,10 +47,39 @@ def _train_epilog() -> str:
     return "\n".join(lines)
 
 
+def _add_experiment_args(p: argparse.ArgumentParser) -> None:
+    """The options that describe an experiment (shared by `train` and `sweep`)."""
+    from marljax.experiment import DEFAULT_ENV
+
+    p.add_argument("--algo", default=None, help="algorithm (see the keys below); default mappo")
+    p.add_argument("--env", default=None, help=f"environment id; default {DEFAULT_ENV}")
+    p.add_argument("--seeds", type=int, default=None, help="number of seeds (default 4)")
+    p.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
+    p.add_argument(
+        "--steps", type=int, default=None, help="env steps per run (train.total_env_steps)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, hparam or env option (env.KEY=VALUE); repeatable",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="HPARAM=V1,V2,...",
+        help="sweep a hyperparameter over values; repeatable (Cartesian product)",
+    )
+    p.add_argument("--out", default=None, help="parent folder of run directories (default runs)")
+    p.add_argument("--name", default=None, help="run directory name")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="marljax",
-        description="JAX-native multi-agent RL: train, list environments.",
+        description="JAX-native multi-agent RL: train, sweep, plot, list environments, benchmark.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command")
@@ -66,31 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_train_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("--algo", default=None, help="algorithm (see the keys below); default mappo")
-    train.add_argument("--env", default=None, help=f"environment id; default {DEFAULT_ENV}")
-    train.add_argument("--seeds", type=int, default=None, help="number of seeds (default 4)")
-    train.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
-    train.add_argument(
-        "--steps", type=int, default=None, help="env steps per run (train.total_env_steps)"
-    )
-    train.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, hparam or env option (env.KEY=VALUE); repeatable",
-    )
-    train.add_argument(
-        "--grid",
-        action="append",
-        default=[],
-        metavar="HPARAM=V1,V2,...",
-        help="sweep a hyperparameter over values; repeatable (Cartesian product)",
-    )
-    train.add_argument(
-        "--out", default=None, help="parent folder of run directories (default runs)"
-    )
-    train.add_argument("--name", default=None, help="run directory name")
+    _add_experiment_args(train)
     train.add_argument(
         "--resume",
         default=None,
@@ -105,7 +113,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="after every chunk, stop at the first NaN/inf metric or parameter (naming the "
         "update, metric, seed and hparams) before that chunk is checkpointed",
     )
+    train.add_argument(
+        "--qtable",
+        action="store_true",
+        help="value learners (iql, vdn, qmix) with feed-forward agents: after training, print "
+        "the learned per-agent Q values and the joint Q_tot table at the first observation of "
+        "an episode (seed 0 of each setting), e.g. for matrix games",
+    )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    sweep = sub.add_parser(
+        "sweep",
+        help="search hyperparameters x seeds as one program and pick the best setting",
+        description=(
+            "A grid (--grid) and/or random sample (--sample) over the traced hyperparameters, "
+            "times seeds, compiled once, sharded over every device, chunked when it would not "
+            "fit in memory (the estimate is printed first). Writes a run directory with every "
+            "curve and sweep.json (ranking and best setting)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_experiment_args(sweep)
+    sweep.add_argument(
+        "--sample",
+        action="append",
+        default=[],
+        metavar="HPARAM=DIST",
+        help="random search: log:LOW:HIGH, uniform:LOW:HIGH or choice:V1,V2,...; repeatable",
+    )
+    sweep.add_argument("--num-samples", type=int, default=0, help="random draws (per grid point)")
+    sweep.add_argument("--sample-seed", type=int, default=0, help="seed of the random search")
+    sweep.add_argument("--metric", default="episode_return", help="metric to rank settings by")
+    sweep.add_argument("--mode", default="max", choices=("max", "min"), help="best = max or min")
+    sweep.add_argument(
+        "--window", type=int, default=1, help="a run's final value: mean of its last N values"
+    )
+    sweep.add_argument("--max-memory", default=None, help="per-device budget, e.g. 4GiB")
+    sweep.add_argument("--runs-per-call", type=int, default=None, help="force runs per call")
+    sweep.add_argument(
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize() first (multi-host; SLURM is detected)",
+    )
+
+    plot = sub.add_parser(
+        "plot",
+        help="write PNG figures for run directories",
+        description="Learning curves with bootstrap CI bands; with several seeds, aggregate "
+        "metrics (IQM etc.) and performance profiles; with several algorithms, probability of "
+        "improvement.",
+    )
+    plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    plot.add_argument("--out", default=None, help="output folder (default: the first RUN_DIR)")
 
     sub.add_parser(
         "bench",
@@ -165,7 +224,12 @@ def experiment_from_args(args: argparse.Namespace, base=None):
         if getattr(args, flag) is not None:
             run_over[key] = getattr(args, flag)
     grid = {}
-    for key, values in cfg.parse_assignments(args.grid, "--grid").items():
+    grid_args = cfg.parse_assignments(args.grid, "--grid")
+    if grid_args:
+        from marljax.sweep import check_sweepable
+
+        check_sweepable(algo, list(grid_args))  # names static settings as such
+    for key, values in grid_args.items():
         if key not in hp_keys:
             raise cfg.unknown_key_error(
                 key, sorted(hp_keys), "--grid (only traced hparams can be swept)"
@@ -206,13 +270,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     # With --resume, the options apply on top of the run's own configuration; any change of
     # the static configuration is then refused by `run_experiment`, naming the difference.
     exp = experiment_from_args(args, base)
-    build(exp)  # fail fast on bad configuration before printing anything
+    built = build(exp)  # fail fast on bad configuration before printing anything
+    if args.qtable:
+        from marljax.agents.qlearning import QConfig
+
+        if not isinstance(built.agent_config, QConfig) or built.agent_config.recurrent:
+            raise cfg.ConfigError(
+                "--qtable needs a value learner (iql, vdn, qmix) with feed-forward agents "
+                "(--set recurrent=false)"
+            )
     result = run_experiment(exp, resume=args.resume, progress=not args.no_progress)
     import numpy as np
 
     from marljax.experiment import final_returns
 
     final = final_returns(result.metrics)
+    if args.qtable:
+        _print_q_tables(exp, result)
     print(f"run directory: {result.run_dir}")
     for g, setting in enumerate(result.settings):
         label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or "final return"
@@ -220,6 +294,64 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(
             f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  {np.round(vals, 3).tolist()}"
         )
+    return 0
+
+
+def _print_q_tables(exp, result) -> None:
+    """`--qtable`: the learned Q tables of seed 0 of every setting."""
+    import jax
+
+    from marljax.agents.qlearning import first_step_q_table, format_q_table
+    from marljax.experiment import build
+
+    built = build(exp)
+    for g, setting in enumerate(result.settings):
+        state = jax.tree.map(lambda x, g=g: x[g, 0], result.state.agent_state)
+        label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or exp.algo
+        print(f"learned Q values ({label}, seed {exp.seed}):")
+        print(
+            format_q_table(
+                first_step_q_table(built.agent_config, built.env, state, built.env_params)
+            )
+        )
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from marljax import sweep
+    from marljax.experiment import build
+
+    if args.distributed:
+        from marljax import distributed
+
+        distributed.initialize()
+    exp = experiment_from_args(args)
+    samples = cfg.parse_assignments(args.sample, "--sample")
+    sweep.check_sweepable(exp.algo, [*exp.grid, *samples])
+    sample = {k: sweep.parse_distribution(v, k) for k, v in samples.items()}
+    if sample and args.num_samples < 1:
+        raise cfg.ConfigError("--sample needs --num-samples N (random draws) with N >= 1")
+    build(exp)
+    result = sweep.run_sweep(
+        exp,
+        sample=sample,
+        num_samples=args.num_samples,
+        sample_seed=args.sample_seed,
+        metric=args.metric,
+        mode=args.mode,
+        window=args.window,
+        max_memory_bytes=None if args.max_memory is None else sweep.parse_bytes(args.max_memory),
+        runs_per_call=args.runs_per_call,
+    )
+    print(f"best setting: {result.best_setting}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from marljax.evaluation.plots import plot_runs
+
+    out = args.out or args.run_dirs[0]
+    for path in plot_runs(args.run_dirs, out):
+        print(path)
     return 0
 
 
@@ -297,6 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "sweep":
+            return cmd_sweep(args)
+        if args.command == "plot":
+            return cmd_plot(args)
         if args.command == "envs":
             return cmd_envs(args)
         if args.command == "bench":

@@ -121,9 +121,12 @@ def test_resume_with_changed_config_is_refused_and_nothing_is_lost(finished_run,
         (["--set", "num_envs=2.5"], "num_envs must be an integer"),
         (["--set", "parameter_mode=private"], "parameter_mode"),
         (["--set", "env.num_roundz=3"], "num_rounds"),
-        (["--grid", "num_envs=4,8"], "only traced hparams"),
+        (["--grid", "num_envs=4,8"], "static setting of TrainConfig"),
         (["--algo", "mapo"], "mappo"),
         (["--set", "num_minibatches=3"], "not divisible"),
+        (["--qtable"], "--qtable needs a value learner"),
+        (["--algo", "qmix", "--qtable"], "feed-forward"),
+        (["--algo", "qmix", "--set", "sequence_len=3"], "multiple of the replay sequence_len"),
     ],
 )
 def test_bad_input_fails_clearly_before_anything_is_written(args, needle, tmp_path, capsys):
@@ -315,3 +318,26 @@ def test_non_finite_parameter_is_named_when_the_metrics_are_finite():
     with pytest.raises(NonFiniteError, match=r"update 8 .*\['actor'\]\['w'\].*seed 4.*lr=0.1"):
         _raise_if_non_finite(({"loss": ok}, params), exp, B, 4, 4, None)
     _raise_if_non_finite(({"loss": ok}, {"w": np.ones((2, 2), bool)}), exp, B, 4, 4, None)
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--grid", "hidden_sizes=32,64"], "static setting"),
+        (["--sample", "lr=log:1e-4:1e-2"], "--num-samples"),
+        (["--sample", "lr=gauss:0:1", "--num-samples", "2"], "lr"),
+        (["--grid", "lrr=1e-3,1e-4"], "lr"),
+    ],
+)
+def test_sweep_bad_input_fails_before_compiling(args, needle, tmp_path, capsys):
+    code, _, err = run_cli(["sweep", *args, "--out", str(tmp_path)], capsys)
+    assert code == 2, err
+    assert needle in err, err
+    assert os.listdir(tmp_path) == []
+
+
+def test_plot_writes_figures_for_a_run_directory(finished_run, tmp_path, capsys):
+    code, out, err = run_cli(["plot", str(finished_run), "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    written = [line for line in out.splitlines() if line.endswith(".png")]
+    assert written and all(os.path.getsize(p) > 0 for p in written)
