@@ -48,6 +48,27 @@ CASES = [
         "mappo",
         ["--algo", "mappo", "--set", "hidden_sizes=8", "--set", "num_minibatches=2"],
     ),
+    (  # off-policy: the replay buffer is part of the checkpointed agent state
+        "qmix",
+        [
+            "--algo",
+            "qmix",
+            "--set",
+            "hidden_sizes=8",
+            "--set",
+            "gru_size=8",
+            "--set",
+            "mixer_embed_dim=8",
+            "--set",
+            "hypernet_hidden=8",
+            "--set",
+            "buffer_size=16",
+            "--set",
+            "batch_size=4",
+            "--set",
+            "sequence_len=4",
+        ],
+    ),  # fmt: skip
 ]
 # When each kill lands, once the process has written a new checkpoint: "write" as soon as the
 # next checkpoint's temporary folder appears (mid-write); a number, that many seconds (plus a

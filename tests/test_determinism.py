@@ -21,13 +21,15 @@ from marljax.train import TrainConfig, batched
 
 TINY_TRAIN = TrainConfig(num_envs=4, rollout_len=5, total_env_steps=4 * 5 * 3)
 PPO_SMALL = {"hidden_sizes": [8], "gru_size": 8, "num_epochs": 2, "num_minibatches": 2}
+Q_SMALL = {"hidden_sizes": [8], "gru_size": 8, "mixer_embed_dim": 8, "hypernet_hidden": 8,
+           "buffer_size": 64, "batch_size": 4, "sequence_len": 5}  # fmt: skip
 
 # (id, algo, agent overrides, env id): one entry per agent configuration.
 CASES = [
     ("ippo", "ippo", PPO_SMALL, "matrix/ipd-v0"),
     ("mappo", "mappo", PPO_SMALL, "matrix/ipd-v0"),
-    ("ippo-gru", "ippo", {**PPO_SMALL, "recurrent": True}, "matrix/ipd-v0"),
     ("mappo-gru", "mappo", {**PPO_SMALL, "recurrent": True}, "matrix/ipd-v0"),
+    ("qmix-gru", "qmix", Q_SMALL, "matrix/ipd-v0"),
 ]
 
 
