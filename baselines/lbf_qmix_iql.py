@@ -31,9 +31,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=400_000, help="env steps per run")
     parser.add_argument("--out", default="runs")
+    parser.add_argument("--algos", nargs="+", default=["qmix", "vdn", "iql"], help="which to run")
     args = parser.parse_args(argv)
     hparams = {"lr": 5e-4, "eps_anneal_steps": 0.3 * args.steps, "gamma": 0.99}
-    for algo in ("qmix", "vdn", "iql"):
+    for algo in args.algos:
         exp = Experiment(algo=algo, env="grid/lbf-8x8-2p-2f-coop-v0", seeds=args.seeds,
                          train=TrainConfig(num_envs=16, rollout_len=10, total_env_steps=args.steps),
                          agent=AGENT, hparams=hparams, out_dir=args.out, checkpoint=False)  # fmt: skip

@@ -65,7 +65,7 @@ class QMixer(nn.Module):
     hypernet_hidden: int = 64
     hypernet_layers: int = 2
     positive: str = "abs"
-    init_scale: float = 0.01
+    init_scale: float = 0.1
 
     def _dense(self, width: int, name: str, zero: bool = False) -> nn.Dense:
         kernel_init = nn.initializers.zeros if zero else orthogonal(self.init_scale)
