@@ -34,10 +34,9 @@ from marljax.envs.swarm.aggregation import (
     Aggregation,
     AggregationParams,
     AggregationState,
-    make_aggregation,
 )
 from marljax.envs.swarm.base import SwarmEnv, SwarmParams, SwarmState, polarisation
-from marljax.envs.swarm.kuramoto import Kuramoto, KuramotoParams, KuramotoState, make_kuramoto
+from marljax.envs.swarm.kuramoto import Kuramoto, KuramotoParams, KuramotoState
 from marljax.envs.swarm.meanfield import (
     MeanField,
     circular_histogram,
@@ -52,14 +51,14 @@ from marljax.envs.swarm.neighbours import (
     brute_force_neighbours,
     hashed_neighbours,
 )
-from marljax.envs.swarm.vicsek import Vicsek, VicsekParams, VicsekState, make_vicsek
+from marljax.envs.swarm.vicsek import Vicsek, VicsekParams, VicsekState
 
 
 def _register_all() -> None:
     tasks = (
-        ("vicsek", make_vicsek, "Vicsek flocking, reward = polarisation (Vicsek et al. 1995)"),
-        ("kuramoto", make_kuramoto, "Kuramoto oscillators, reward = synchronisation (1975)"),
-        ("aggregation", make_aggregation, "aggregation on a torus with collision penalty"),
+        ("vicsek", Vicsek, "Vicsek flocking, reward = polarisation (Vicsek et al. 1995)"),
+        ("kuramoto", Kuramoto, "Kuramoto oscillators, reward = synchronisation (1975)"),
+        ("aggregation", Aggregation, "aggregation on a torus with collision penalty"),
     )
     for name, entry, what in tasks:
         register(
@@ -92,9 +91,6 @@ __all__ = [
     "circular_histogram",
     "circular_kernel_embedding",
     "hashed_neighbours",
-    "make_aggregation",
-    "make_kuramoto",
-    "make_vicsek",
     "polarisation",
     "torus_histogram",
     "torus_kernel_embedding",

@@ -242,38 +242,10 @@ class Aggregation(SwarmEnv):
         }
 
 
-def make_aggregation(
-    num_agents: int = 16,
-    continuous: bool = False,
-    bearing_bins: int = 8,
-    cells_per_side: int | None = None,
-    cell_capacity: int = 32,
-    brute_force_threshold: int = 256,
-    mean_field: str = "histogram",
-    position_bins: int = 8,
-    angle_bins: int = 16,
-    check_overflow: bool = False,
-) -> Aggregation:
-    """Build an `Aggregation` env (the registry's entry point; see the class for arguments)."""
-    return Aggregation(
-        num_agents,
-        continuous,
-        bearing_bins,
-        cells_per_side,
-        cell_capacity,
-        brute_force_threshold,
-        mean_field,
-        position_bins,
-        angle_bins,
-        check_overflow,
-    )
-
-
 __all__ = [
     "Aggregation",
     "AggregationParams",
     "AggregationState",
     "NUM_MOVES",
     "circular_centre",
-    "make_aggregation",
 ]

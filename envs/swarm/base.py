@@ -320,6 +320,20 @@ class SwarmEnv(Environment):
             parts.append(mf.angles(angles, params.mf_bandwidth))
         return jnp.clip(jnp.concatenate(parts), 0.0, 1.0).astype(jnp.float32)
 
+    def _scalar_action_space(self, num_choices: int) -> spaces.Space:
+        """`Box(-1, 1, (1,))` when continuous, else `Discrete(num_choices)`."""
+        if self.continuous:
+            return spaces.Box(-1.0, 1.0, (1,), jnp.float32)
+        return spaces.Discrete(num_choices)
+
+    def _action_fraction(self, actions: Array, num_choices: int) -> Array:
+        """`[A]` float32 in [-1, 1]: a continuous action clipped, or a discrete index spread
+        evenly over [-1, 1] (0 -> -1, the middle -> 0, the last -> 1)."""
+        if self.continuous:
+            return jnp.clip(jnp.asarray(actions, jnp.float32).reshape(self.num_agents), -1.0, 1.0)
+        a = jnp.clip(jnp.asarray(actions).astype(jnp.int32), 0, num_choices - 1)
+        return a.astype(jnp.float32) / (num_choices - 1) * 2.0 - 1.0
+
     def _action_mask(self) -> Array:
         n = spaces.num_actions(self.action_space(None))
         return jnp.ones((self.num_agents, n), jnp.bool_)

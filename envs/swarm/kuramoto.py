@@ -146,18 +146,11 @@ class Kuramoto(SwarmEnv):
         return KuramotoParams(size=jnp.float32(self.default_size()))
 
     def action_space(self, params) -> spaces.Space:
-        if self.continuous:
-            return spaces.Box(-1.0, 1.0, (1,), jnp.float32)
-        return spaces.Discrete(self.num_offsets)
+        return self._scalar_action_space(self.num_offsets)
 
     def offsets(self, actions: Array, params: KuramotoParams) -> Array:
         """`[A]` float32 frequency offsets of joint `actions` (`[A]` int or `[A, 1]` float)."""
-        if self.continuous:
-            a = jnp.clip(jnp.asarray(actions, jnp.float32).reshape(self.num_agents), -1.0, 1.0)
-            return a * params.max_offset
-        a = jnp.clip(jnp.asarray(actions).astype(jnp.int32), 0, self.num_offsets - 1)
-        frac = a.astype(jnp.float32) / (self.num_offsets - 1) * 2.0 - 1.0
-        return frac * params.max_offset
+        return self._action_fraction(actions, self.num_offsets) * params.max_offset
 
     def _init(self, key: PRNGKey, params: KuramotoParams) -> KuramotoState:
         key_pos, key_phase, key_omega = jax.random.split(key, 3)
@@ -235,33 +228,4 @@ class Kuramoto(SwarmEnv):
         }
 
 
-def make_kuramoto(
-    num_agents: int = 16,
-    num_offsets: int = 5,
-    continuous: bool = False,
-    phase_bins: int = 8,
-    cells_per_side: int | None = None,
-    cell_capacity: int = 16,
-    brute_force_threshold: int = 256,
-    mean_field: str = "histogram",
-    position_bins: int = 8,
-    angle_bins: int = 16,
-    check_overflow: bool = False,
-) -> Kuramoto:
-    """Build a `Kuramoto` env (the registry's entry point; see the class for the arguments)."""
-    return Kuramoto(
-        num_agents,
-        num_offsets,
-        continuous,
-        phase_bins,
-        cells_per_side,
-        cell_capacity,
-        brute_force_threshold,
-        mean_field,
-        position_bins,
-        angle_bins,
-        check_overflow,
-    )
-
-
-__all__ = ["Kuramoto", "KuramotoParams", "KuramotoState", "make_kuramoto"]
+__all__ = ["Kuramoto", "KuramotoParams", "KuramotoState"]

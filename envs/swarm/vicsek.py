@@ -154,18 +154,11 @@ class Vicsek(SwarmEnv):
         return VicsekParams(size=jnp.float32(self.default_size()))
 
     def action_space(self, params) -> spaces.Space:
-        if self.continuous:
-            return spaces.Box(-1.0, 1.0, (1,), jnp.float32)
-        return spaces.Discrete(self.num_turns)
+        return self._scalar_action_space(self.num_turns)
 
     def turns(self, actions: Array, params: VicsekParams) -> Array:
         """`[A]` float32 turn angles of joint `actions` (`[A]` int or `[A, 1]` float)."""
-        if self.continuous:
-            a = jnp.clip(jnp.asarray(actions, jnp.float32).reshape(self.num_agents), -1.0, 1.0)
-            return a * params.max_turn
-        a = jnp.clip(jnp.asarray(actions).astype(jnp.int32), 0, self.num_turns - 1)
-        frac = a.astype(jnp.float32) / (self.num_turns - 1) * 2.0 - 1.0  # in [-1, 1]
-        return frac * params.max_turn
+        return self._action_fraction(actions, self.num_turns) * params.max_turn
 
     def _init(self, key: PRNGKey, params: VicsekParams) -> VicsekState:
         key_pos, key_head = jax.random.split(key)
@@ -225,35 +218,4 @@ class Vicsek(SwarmEnv):
         }
 
 
-def make_vicsek(
-    num_agents: int = 16,
-    num_turns: int = 5,
-    continuous: bool = False,
-    heading_bins: int = 8,
-    bearing_bins: int = 8,
-    cells_per_side: int | None = None,
-    cell_capacity: int = 16,
-    brute_force_threshold: int = 256,
-    mean_field: str = "histogram",
-    position_bins: int = 8,
-    angle_bins: int = 16,
-    check_overflow: bool = False,
-) -> Vicsek:
-    """Build a `Vicsek` env (the registry's entry point; see the class for the arguments)."""
-    return Vicsek(
-        num_agents,
-        num_turns,
-        continuous,
-        heading_bins,
-        bearing_bins,
-        cells_per_side,
-        cell_capacity,
-        brute_force_threshold,
-        mean_field,
-        position_bins,
-        angle_bins,
-        check_overflow,
-    )
-
-
-__all__ = ["Vicsek", "VicsekParams", "VicsekState", "make_vicsek"]
+__all__ = ["Vicsek", "VicsekParams", "VicsekState"]
