@@ -2,8 +2,9 @@
 
 marljax: `social/harvest-v0` and `social/cleanup-v0` (SSD maps, 5 agents, 15 x 15 x 6 views) and
 their small variants (`*_small-v0`: 7 x 12 / 7 x 10 maps, 3 agents, 7 x 7 x 6 views), wrapped
-for training (`EpisodeStats(AutoReset(env))`), uniformly random actions, one jitted `lax.scan`
-over `T` steps of the vmapped step.
+as the training runner wraps them (`BatchedAutoReset(EpisodeStats(env))`: one reset branch per
+batch, only when an episode ended), uniformly random actions, one jitted `lax.scan` over `T`
+steps.
 jaxmarl: `storm_2p` (JaxMARL 0.2.0's STORM gridworld "InTheGrid", 2 agents, 8 x 8 grid, 5 x 5
 views; plain `storm` is pathologically slow on CPU, see shared KNOWN_ISSUES), `env.step` with
 its built-in auto-reset, random actions, the same scan. JaxMARL 0.2.0 has no Cleanup or Harvest.
@@ -25,7 +26,7 @@ from harness import Options, Result, SkipCase, case, main, requires, timed
 
 import marljax
 import marljax.envs.social.dilemma_grid  # noqa: F401  (registers the social/* grid ids)
-from marljax.core.wrappers import wrap_for_training
+from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
 
 NUM_ENVS = (1, 64, 1024, 4096)
 MARLJAX_ENVS = (
@@ -79,19 +80,16 @@ def _scan_rollout(step, sample_actions, num_steps: int):
 def marljax_rollout(env_id: str, num_envs: int, num_steps: int):
     """`(init_state, rollout)` for a registered marljax env under the training wrappers."""
     env, params = marljax.make(env_id)
-    wrapped = wrap_for_training(env)
-    vstep = jax.vmap(wrapped.step, in_axes=(0, 0, 0, None))
+    wrapped = BatchedAutoReset(EpisodeStats(env))
 
     def step(state, key, actions):
-        state, ts = vstep(jax.random.split(key, num_envs), state, actions, params)
+        state, ts = wrapped.step(jax.random.split(key, num_envs), state, actions, params)
         return state, _checksum(ts)
 
     def sample_actions(key):
         return jax.random.randint(key, (num_envs, env.num_agents), 0, env.num_actions)
 
-    reset = jax.jit(
-        lambda k: jax.vmap(wrapped.reset, in_axes=(0, None))(jax.random.split(k, num_envs), params)
-    )
+    reset = jax.jit(lambda k: wrapped.reset(jax.random.split(k, num_envs), params))
     state, _ = reset(jax.random.key(0))
     return state, _scan_rollout(step, sample_actions, num_steps)
 

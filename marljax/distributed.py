@@ -28,10 +28,24 @@ process before anything else touches JAX; every process then runs the same scrip
 same global inputs, and `gather` returns the full results everywhere. On CPU the collectives
 are gloo (`jax_cpu_collectives_implementation`, jax's default).
 
-Data-parallel environments (the env axis split over devices with gradients averaged by
-`pmean`) are not implemented: every agent's `update` would have to average gradients,
-running normalisation statistics and (for value-based learners) replay sampling over a named
-axis. The runs axis needs no agent change and covers sweeps, the common multi-device case.
+Data-parallel environments (one run, its `E` environments split over devices):
+
+    mesh = envs_mesh()                                   # all devices, axis "envs"
+    state = shard_envs(trainer.init(key, hparams), mesh) # env leaves split, agent replicated
+    run = data_parallel_run(trainer, mesh)
+    state, metrics = run(state, hparams, env_params, num_updates)
+
+This uses XLA's automatic partitioner (GSPMD) instead of hand-written collectives: the runner
+state's per-environment leaves (env states, latest timestep, episode flags, recurrent carry)
+are sharded on their leading `E` axis, the agent state (parameters, optimiser state, replay
+buffer) and the key are replicated, and `jit` partitions the unchanged program. Environment
+steps and the forward passes of acting run locally on each device's environments; wherever
+the agent's update reduces over the batch (loss means, i.e. the gradient average, value
+normalisation statistics, minibatch shuffles, replay inserts) the partitioner inserts the
+all-reduce or gather, so no agent needs a `pmean` of its own and every agent works unchanged.
+The result is the single-device computation up to float32 reduction order
+(`tests/test_distributed.py`). Costs to know: a replay buffer is replicated (every device
+holds all of it), and minibatch shuffles across environments move data between devices.
 """
 
 from __future__ import annotations
@@ -45,10 +59,12 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from marljax.train import Trainer, make_train
+from marljax.train import RunnerState, Trainer, make_train
 
 #: name of the mesh axis the independent runs are sharded over.
 RUNS_AXIS = "runs"
+#: name of the mesh axis the environments of one run are split over (data parallel).
+ENVS_AXIS = "envs"
 #: name of the `vmap` axis over a device's own runs (the auto-reset `psum` reduces over it).
 LOCAL_RUNS_AXIS = "local_runs"
 
@@ -71,24 +87,33 @@ def valid_run_counts(num_runs: int, num_devices: int) -> tuple[int, int]:
     return below, above
 
 
-def check_divisible(num_runs: int, num_devices: int) -> None:
-    """Raise `ValueError` naming the nearest valid run counts if `num_devices` does not divide.
+def check_divisible(num_runs: int, num_devices: int, what: str = "runs") -> None:
+    """Raise `ValueError` naming the nearest valid counts if `num_devices` does not divide.
 
     Args:
-      num_runs: runs `R = G * S` (or runs per call).
+      num_runs: runs `R = G * S` (or runs per call; environments when `what="envs"`).
       num_devices: devices of the mesh.
+      what: `"runs"` (the sweep axis, which `pad=True` can fill) or `"envs"` (`num_envs`).
     """
     if num_runs < 1 or num_devices < 1:
-        raise ValueError(f"need >= 1 run and >= 1 device, got {num_runs} runs, {num_devices}")
+        raise ValueError(f"need >= 1 {what} and >= 1 device, got {num_runs} {what}, {num_devices}")
     if num_runs % num_devices:
         below, above = valid_run_counts(num_runs, num_devices)
         choices = " or ".join(str(n) for n in (below, above) if n > 0)
         divisors = [d for d in range(1, num_devices + 1) if num_runs % d == 0]
+        if what == "envs":
+            hint = f"TrainConfig.num_envs = {choices}"
+            tail = "."
+        else:
+            hint = f"{choices} runs (hparams settings x seeds)"
+            tail = (
+                ", or pad=True to fill the last devices with copies of the last run (dropped "
+                "from the results)."
+            )
         raise ValueError(
-            f"{num_runs} runs cannot be split evenly over {num_devices} devices. Use {choices} "
-            f"runs (hparams settings x seeds), or {max(divisors)} device(s) (a device count "
-            f"dividing {num_runs}: {divisors}), or pad=True to fill the last devices with "
-            "copies of the last run (dropped from the results)."
+            f"{num_runs} {what} cannot be split evenly over {num_devices} devices. Use {hint}, "
+            f"or {max(divisors)} device(s) (a device count dividing {num_runs}: "
+            f"{divisors}){tail}"
         )
 
 
@@ -268,6 +293,67 @@ def run_sharded(
     return jax.tree.map(lambda x: x[:num_runs], gather(out))
 
 
+def envs_mesh(devices: Sequence[Any] | None = None) -> Mesh:
+    """A 1-D mesh with axis `"envs"` over `devices` (default: every device of every process)."""
+    devices = jax.devices() if devices is None else list(devices)
+    if not devices:
+        raise ValueError("envs_mesh needs at least one device")
+    return Mesh(np.asarray(devices), (ENVS_AXIS,))
+
+
+def envs_shardings(state: RunnerState, mesh: Mesh) -> RunnerState:
+    """The sharding of each leaf of a runner state for data-parallel environments.
+
+    Per-environment leaves (`env_state`, `timestep`, `episode_start`, `carry`; leading axis
+    `E`) are split over `"envs"`; the agent state, key and update counter are replicated.
+    """
+    split, whole = NamedSharding(mesh, P(ENVS_AXIS)), NamedSharding(mesh, P())
+    per_env = lambda tree: jax.tree.map(lambda _: split, tree)  # noqa: E731
+    per_run = lambda tree: jax.tree.map(lambda _: whole, tree)  # noqa: E731
+    return state.replace(
+        agent_state=per_run(state.agent_state),
+        env_state=per_env(state.env_state),
+        timestep=per_env(state.timestep),
+        episode_start=split,
+        carry=per_env(state.carry),
+        key=whole,
+        update_idx=whole,
+    )
+
+
+def shard_envs(state: RunnerState, mesh: Mesh) -> RunnerState:
+    """Place one run's state (from `trainer.init`) with its environments split over `mesh`.
+
+    Raises:
+      ValueError: the number of environments is not a multiple of the device count (naming
+        the nearest valid `num_envs` and device counts).
+    """
+    num_envs = int(np.shape(state.episode_start)[0])
+    check_divisible(num_envs, mesh.size, what="envs")
+    shardings = envs_shardings(state, mesh)
+    return jax.tree.map(jax.device_put, state, shardings)
+
+
+def data_parallel_run(trainer: Trainer, mesh: Mesh | None = None) -> Callable:
+    """`run(state, hparams, env_params, num_updates)` with the environments split over `mesh`.
+
+    The trainer's own chunked `run`, jitted with the state's environment leaves sharded over
+    the mesh's `"envs"` axis (see the module docstring); `num_updates` is static. Pass a state
+    placed by `shard_envs`; the returned state keeps that placement, so chunks chain.
+    """
+    mesh = envs_mesh() if mesh is None else mesh
+    check_divisible(trainer.config.num_envs, mesh.size, what="envs")
+    whole = NamedSharding(mesh, P())
+    abstract = jax.eval_shape(trainer.init, jax.random.key(0), trainer.agent.default_hparams())
+    state_shardings = envs_shardings(abstract, mesh)
+    return jax.jit(
+        trainer.run,
+        static_argnums=3,
+        in_shardings=(state_shardings, whole, whole),
+        out_shardings=(state_shardings, whole),
+    )
+
+
 def as_float32_rows(hparams: Any, num_runs: int) -> Any:
     """hparams with every leaf as a float32 `[num_runs]` array (broadcasting scalars)."""
     return jax.tree.map(
@@ -276,10 +362,14 @@ def as_float32_rows(hparams: Any, num_runs: int) -> Any:
 
 
 __all__ = [
+    "ENVS_AXIS",
     "LOCAL_RUNS_AXIS",
     "RUNS_AXIS",
     "as_float32_rows",
     "check_divisible",
+    "data_parallel_run",
+    "envs_mesh",
+    "envs_shardings",
     "gather",
     "initialize",
     "pad_runs",
@@ -288,6 +378,7 @@ __all__ = [
     "runs_mesh",
     "runs_trainer",
     "shard_runs",
+    "shard_envs",
     "sharded_train",
     "valid_run_counts",
     "vmapped_train",

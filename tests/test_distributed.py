@@ -84,8 +84,48 @@ def _worker(mode: str, out_path: str, *args: str) -> None:
         unflat = lambda x: np.asarray(x).reshape(G, S, *np.shape(x)[1:])  # noqa: E731
         ref = _flat({k: unflat(v) for k, v in metrics.items()}, jax.tree.map(unflat, states))
         out.update({f"ref/{k}": v for k, v in ref.items()})
+        out.update(_data_parallel_outputs())
     if jax.process_index() == 0:
         np.savez(out_path, **out)
+
+
+def _data_parallel_outputs() -> dict[str, np.ndarray]:
+    """One MAPPO and one QMIX run with 8 envs split over the 4 devices, and on one device."""
+    import jax
+
+    from marljax import distributed as dist
+    from marljax.experiment import Experiment, build
+    from marljax.train import TrainConfig
+
+    agents = {
+        "mappo": {"hidden_sizes": (8,), "num_minibatches": 2, "num_epochs": 2},
+        "qmix": {"buffer_size": 64, "batch_size": 4, "learning_starts": 8, "sequence_len": 4},
+    }
+    mesh = dist.envs_mesh()
+    out = {}
+    for algo, agent in agents.items():
+        exp = Experiment(
+            algo=algo,
+            env="matrix/climbing-v0",
+            train=TrainConfig(num_envs=8, rollout_len=4, total_env_steps=8 * 4 * 3),
+            agent=agent,
+        )
+        trainer = build(exp).trainer
+        hp = trainer.agent.default_hparams()
+        state = jax.jit(trainer.init)(jax.random.PRNGKey(3), hp)
+        ref = jax.jit(trainer.run, static_argnums=3)(state, hp, None, 3)
+        got = dist.data_parallel_run(trainer, mesh)(dist.shard_envs(state, mesh), hp, None, 3)
+        for tag, (st, metrics) in (("ref", ref), ("dp", got)):
+            for k, v in metrics.items():
+                out[f"dp_{algo}_{tag}/m/{k}"] = np.asarray(v)
+            leaves = jax.tree.leaves(trainer.agent.get_params(st.agent_state))
+            for i, leaf in enumerate(leaves):
+                out[f"dp_{algo}_{tag}/p/{i}"] = np.asarray(leaf)
+        env_leaf = jax.tree.leaves(got[0].env_state)[0]
+        out[f"dp_{algo}_split"] = np.array(
+            [len(env_leaf.addressable_shards), env_leaf.addressable_shards[0].data.shape[0]]
+        )
+    return out
 
 
 def dataclasses_replace_grid(exp):
@@ -138,6 +178,22 @@ def test_four_devices_match_one_device(single_process):
     assert not np.array_equal(pl[0, 0], pl[0, 1]) and not np.array_equal(pl[0, 0], pl[1, 0])
 
 
+@pytest.mark.parametrize("algo", ["mappo", "qmix"])
+def test_data_parallel_envs_match_one_device(single_process, algo):
+    """8 envs split 2 per device over 4 devices: the one-device run's numbers (GSPMD)."""
+    data = single_process
+    # The environments really are split: 4 shards of 2 environments each.
+    assert data[f"dp_{algo}_split"].tolist() == [4, 2]
+    names = sorted(k[len(f"dp_{algo}_ref/") :] for k in data if k.startswith(f"dp_{algo}_ref/"))
+    assert "m/episode_return" in names and any(n.startswith("p/") for n in names)
+    for name in names:
+        ref, got = data[f"dp_{algo}_ref/{name}"], data[f"dp_{algo}_dp/{name}"]
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=f"{algo} {name}")
+    # Training happened (the parameters moved), so the comparison is not of two initial states.
+    loss = data[f"dp_{algo}_ref/m/{'policy_loss' if algo == 'mappo' else 'loss'}"]
+    assert np.any(loss != 0), "no update ran"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -186,6 +242,8 @@ def test_device_count_that_does_not_divide_names_valid_choices():
     assert "Use 4 or 8 runs" in msg and "3 device(s)" in msg and "pad=True" in msg
     dist.check_divisible(8, 4)
     assert dist.valid_run_counts(6, 4) == (4, 8)
+    with pytest.raises(ValueError, match=r"TrainConfig.num_envs = 8 or 12"):
+        dist.check_divisible(10, 4, what="envs")
     padded = dist.pad_runs({"x": np.arange(6)}, 8)["x"]
     np.testing.assert_array_equal(padded, [0, 1, 2, 3, 4, 5, 5, 5])
 
