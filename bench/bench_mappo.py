@@ -1,8 +1,9 @@
-"""MAPPO training throughput on matrix games: one run, 4 seeds (vmap), 2 lr x 4 seeds (sweep).
+"""MAPPO training throughput: one run vs 4 and 16 seeds (vmap) vs 2 lr x 4 seeds (sweep).
 
-Each row is one compiled program: the fused `train(key, hparams)` of `marljax.train.make_train`
-with the MAPPO agent (`make_ppo(PPOConfig(critic_input="global"))`, default hyperparameters),
-alone, `vmap`ped over 4 seeds, or the grid x seeds `marljax.train.sweep` over
+Envs: two matrix games and MPE simple spread (`particle/simple_spread-v0`). Each row is one
+compiled program: the fused `train(key, hparams)` of `marljax.train.make_train` with the MAPPO
+agent (`make_ppo(PPOConfig(critic_input="global"))`, default hyperparameters), alone,
+`vmap`ped over 4 or 16 seeds, or the grid x seeds `marljax.train.sweep` over
 `hparam_grid(PPOHParams(), lr=[5e-4, 1e-3])` x 4 seeds. Compile time (lower + compile of the whole
 program) is reported apart from the run time of the compiled program; env steps/s counts every
 environment step of every run in the program (one step = one joint step of one env).
@@ -22,9 +23,10 @@ import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.train import TrainConfig, hparam_grid, make_train, sweep
 
-ENV_IDS = ("matrix/climbing-v0", "matrix/ipd-v0")
+ENV_IDS = ("matrix/climbing-v0", "matrix/ipd-v0", "particle/simple_spread-v0")
 NUM_ENVS, ROLLOUT_LEN, NUM_UPDATES = 64, 32, 8
 NUM_SEEDS = 4
+MANY_SEEDS = 16
 LRS = (5e-4, 1e-3)
 
 
@@ -59,6 +61,12 @@ def mappo_rows(env_id: str, opts: Options) -> list[Result]:
         ("1 run", trainer.train, (jax.random.key(0), hparams), 1),
         (f"{NUM_SEEDS} seeds (vmap)", seeds_fn, (keys, hparams), NUM_SEEDS),
         (
+            f"{MANY_SEEDS} seeds (vmap)",
+            seeds_fn,
+            (jax.random.split(jax.random.key(1), MANY_SEEDS), hparams),
+            MANY_SEEDS,
+        ),
+        (
             f"{len(settings)} lr x {NUM_SEEDS} seeds (sweep)",
             sweep_fn,
             (keys, grid),
@@ -89,8 +97,9 @@ def format_scaling(results: list[Result]) -> str:
     """Per task: compile time and env steps/s of the vmapped programs relative to one run."""
     lines = [
         "",
-        "| task | runs in program | compile / compile(1 run) | env steps/s / env steps/s(1 run) |",
-        "|---|---:|---:|---:|",
+        "| task | runs in program | compile / compile(1 run) | env steps/s / env steps/s(1 run) "
+        "| wall time / wall time(1 run) |",
+        "|---|---:|---:|---:|---:|",
     ]
     for task in dict.fromkeys(r.task for r in results if r.framework == "marljax"):
         rows = [r for r in results if r.task == task and r.framework == "marljax"]
@@ -102,7 +111,8 @@ def format_scaling(results: list[Result]) -> str:
                 continue
             c = r.compile_s / single.compile_s if single.compile_s > 0 else math.nan
             s = r.steps_per_s / single.steps_per_s
-            lines.append(f"| {task} | {r.notes['runs']} | {c:.2f}x | {s:.2f}x |")
+            w = r.run_s / single.run_s
+            lines.append(f"| {task} | {r.notes['runs']} | {c:.2f}x | {s:.2f}x | {w:.2f}x |")
     return "\n".join(lines) if len(lines) > 3 else ""
 
 

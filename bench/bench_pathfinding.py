@@ -34,7 +34,7 @@ from harness import Options, Result, SkipCase, case, main, timed
 
 from marljax.core.wrappers import wrap_for_training
 from marljax.envs.grid import maps
-from marljax.envs.grid.pathfinding import Pathfinding
+from marljax.envs.grid.pathfinding import COLLISION_RULES, Pathfinding
 
 SETTINGS = {8: 16, 64: 32}  # agents -> grid side
 NUM_ENVS = (1, 64, 1024, 4096)
@@ -164,7 +164,7 @@ def parity(cfg):
     out = []
     for ep in cfg["episodes"]:
         kw = dict(map=ep["map"], agents_xy=ep["starts"], obs_radius=cfg["r"],
-                  max_episode_steps=len(ep["actions"]) + 1, collision_system="soft",
+                  max_episode_steps=len(ep["actions"]) + 1, collision_system=ep["collision"],
                   num_agents=len(ep["starts"]))
         if ep["lifelong"]:
             kw.update(on_target="restart", targets_xy=ep["goal_sequences"])
@@ -273,87 +273,104 @@ def _map_text(obstacles: np.ndarray) -> str:
 def parity(num_episodes: int = 40, num_steps: int = 40, seed: int = 0) -> bool:
     """Drive marljax and POGEMA with the same maps, starts, goals and actions; compare each step.
 
-    One-shot episodes (`on_target="finish"`) and lifelong episodes with POGEMA goal sequences (on
-    arrival marljax's new goal is overwritten with the sequence's next goal, since the random
-    draw of new goals uses different generators). Positions, rewards and observations (obstacle,
-    agent and target channels) are compared at every step.
+    For each of POGEMA's collision rules (`soft`, `priority`, `block_both`): `num_episodes`
+    episodes, half one-shot (`on_target="finish"`) and half lifelong with POGEMA goal sequences (on
+    arrival marljax's new goal is overwritten with the sequence's next goal, since the random draw
+    of new goals uses different generators). Positions, rewards and observations (obstacle, agent
+    and target channels) are compared at every step. POGEMA runs in its own venv (it pins numpy
+    1.26, so it is kept out of the project's `test` extra), see `run_pogema`.
     """
     rng = np.random.default_rng(seed)
     h = w = 8
     num_agents, r = 6, 3
-    episodes, states = [], []
     generate = jax.jit(lambda k: maps.generate(k, h, w, num_agents, jnp.float32(0.3)))
-    for e in range(num_episodes):
-        lifelong = e % 2 == 1
-        layout = jax.tree.map(np.asarray, generate(jax.random.PRNGKey(seed + e)))
-        goal_seqs = [[layout.goals[a].tolist()] for a in range(num_agents)]
-        for a in range(num_agents):
-            free = np.argwhere(layout.labels == layout.labels[tuple(layout.goals[a])])
-            goal_seqs[a] += free[rng.integers(0, len(free), num_steps)].tolist()
-        actions = rng.integers(0, 5, (num_steps, num_agents)).tolist()
-        episodes.append(
-            dict(
-                map=_map_text(layout.obstacles),
-                starts=layout.starts.tolist(),
-                goals=layout.goals.tolist(),
-                goal_sequences=goal_seqs,
-                actions=actions,
-                lifelong=lifelong,
-            )  # fmt: skip
+    all_ok = True
+    for rule in COLLISION_RULES:
+        episodes, states = [], []
+        for e in range(num_episodes):
+            lifelong = e % 2 == 1
+            layout = jax.tree.map(np.asarray, generate(jax.random.PRNGKey(seed + e)))
+            goal_seqs = [[layout.goals[a].tolist()] for a in range(num_agents)]
+            for a in range(num_agents):
+                free = np.argwhere(layout.labels == layout.labels[tuple(layout.goals[a])])
+                goal_seqs[a] += free[rng.integers(0, len(free), num_steps)].tolist()
+            actions = rng.integers(0, 5, (num_steps, num_agents)).tolist()
+            episodes.append(
+                dict(
+                    map=_map_text(layout.obstacles),
+                    starts=layout.starts.tolist(),
+                    goals=layout.goals.tolist(),
+                    goal_sequences=goal_seqs,
+                    actions=actions,
+                    lifelong=lifelong,
+                    collision=rule,
+                )  # fmt: skip
+            )
+            states.append(layout)
+        ref = run_pogema(dict(mode="parity", r=r, episodes=episodes))
+        ok, missing, moves = True, 0, 0
+        envs = {
+            ll: Pathfinding(h, w, num_agents, r, lifelong=ll, collision=rule)
+            for ll in (False, True)
+        }
+        steps = {ll: jax.jit(envs[ll].step) for ll in (False, True)}
+        for e, (ep, layout, traj) in enumerate(zip(episodes, states, ref, strict=True)):
+            env, step = envs[ep["lifelong"]], steps[ep["lifelong"]]
+            params = env.default_params().replace(max_steps=num_steps + 1)
+            state, _ = env.init_state(layout.obstacles, layout.starts, layout.goals, params)
+            goal_idx = [0] * num_agents
+            for t, (acts, want) in enumerate(zip(ep["actions"], traj, strict=True)):
+                before = np.asarray(state.positions)
+                state, ts = step(jax.random.PRNGKey(t), state, jnp.asarray(acts), params)
+                if ep["lifelong"]:
+                    goals = np.asarray(state.goals).copy()
+                    for a in np.flatnonzero(np.asarray(ts.reward) > 0):
+                        goal_idx[a] += 1
+                        seq = ep["goal_sequences"][a]
+                        goals[a] = seq[goal_idx[a] % len(seq)]
+                    state = state.replace(goals=jnp.asarray(goals, jnp.int32))
+                    obs = np.asarray(env.observe(state))
+                else:
+                    obs = np.asarray(ts.obs)
+                moves += int(np.any(np.asarray(state.positions) != before, axis=-1).sum())
+                pos = np.asarray(state.positions).tolist()
+                rew = np.asarray(ts.reward).tolist()
+                bad = []
+                if pos != want["pos"]:
+                    bad.append(f"positions {pos} vs {want['pos']}")
+                if rew != want["reward"]:
+                    bad.append(f"rewards {rew} vs {want['reward']}")
+                active = np.asarray(state.active)
+                ref_obs = np.asarray(want["obs"])
+                ours, theirs = obs[active], ref_obs[active].copy()
+                # POGEMA's soft rule updates its agent-occupancy grid agent by agent
+                # (`move_without_checks`), so an agent that moved into a cell vacated in the same
+                # step by a higher-index agent is erased from the grid (a POGEMA quirk; dynamics
+                # unaffected). Count those cells and patch them for the soft rule only.
+                erased = (ours[:, 1] == 1) & (theirs[:, 1] == 0)
+                missing += int(np.sum(erased))
+                if rule == "soft":
+                    theirs[:, 1] = np.maximum(theirs[:, 1], ours[:, 1])
+                if not np.array_equal(ours, theirs):
+                    diff = np.argwhere(ours != theirs)
+                    bad.append(
+                        f"observations differ at [agent, channel, row, col] {diff[:3].tolist()}"
+                    )
+                if bad:
+                    print(f"{rule}: episode {e} ({'lifelong' if ep['lifelong'] else 'one-shot'}) "
+                          f"step {t}: " + "; ".join(bad))  # fmt: skip
+                    ok = False
+                    break
+        kinds = f"{num_episodes // 2} one-shot + {num_episodes - num_episodes // 2} lifelong"
+        verdict = "IDENTICAL" if ok else "DIFFERENT"
+        print(
+            f"parity with POGEMA, collision_system={rule!r} ({kinds} episodes, {num_steps} "
+            f"steps, {num_agents} agents, {h}x{w}, r={r}, {moves} agent moves): positions, "
+            f"rewards and observations {verdict}; agent cells missing from POGEMA's occupancy "
+            f"grid (its soft-rule move_without_checks quirk): {missing}"
         )
-        states.append(layout)
-    ref = run_pogema(dict(mode="parity", r=r, episodes=episodes))
-    ok, missing = True, 0
-    envs = {ll: Pathfinding(h, w, num_agents, r, lifelong=ll) for ll in (False, True)}
-    steps = {ll: jax.jit(envs[ll].step) for ll in (False, True)}
-    for e, (ep, layout, traj) in enumerate(zip(episodes, states, ref, strict=True)):
-        env, step = envs[ep["lifelong"]], steps[ep["lifelong"]]
-        params = env.default_params().replace(max_steps=num_steps + 1)
-        state, _ = env.init_state(layout.obstacles, layout.starts, layout.goals, params)
-        goal_idx = [0] * num_agents
-        for t, (acts, want) in enumerate(zip(ep["actions"], traj, strict=True)):
-            state, ts = step(jax.random.PRNGKey(t), state, jnp.asarray(acts), params)
-            if ep["lifelong"]:
-                goals = np.asarray(state.goals).copy()
-                for a in np.flatnonzero(np.asarray(ts.reward) > 0):
-                    goal_idx[a] += 1
-                    goals[a] = ep["goal_sequences"][a][goal_idx[a] % len(ep["goal_sequences"][a])]
-                state = state.replace(goals=jnp.asarray(goals, jnp.int32))
-                obs = np.asarray(env.observe(state))
-            else:
-                obs = np.asarray(ts.obs)
-            pos = np.asarray(state.positions).tolist()
-            rew = np.asarray(ts.reward).tolist()
-            bad = []
-            if pos != want["pos"]:
-                bad.append(f"positions {pos} vs {want['pos']}")
-            if rew != want["reward"]:
-                bad.append(f"rewards {rew} vs {want['reward']}")
-            active = np.asarray(state.active)
-            ref_obs = np.asarray(want["obs"])
-            ours, theirs = obs[active], ref_obs[active]
-            # POGEMA's `move_without_checks` updates its agent-occupancy grid agent by agent, so
-            # an agent that moved into a cell vacated in the same step by a higher-index agent
-            # is erased from the grid (a POGEMA quirk; dynamics unaffected). Count those cells.
-            missing += int(np.sum((ours[:, 1] == 1) & (theirs[:, 1] == 0)))
-            theirs = theirs.copy()
-            theirs[:, 1] = np.maximum(theirs[:, 1], ours[:, 1])
-            if not np.array_equal(ours, theirs):
-                diff = np.argwhere(ours != theirs)
-                bad.append(f"observations differ at [agent, channel, row, col] {diff[:3].tolist()}")
-            if bad:
-                print(f"episode {e} ({'lifelong' if ep['lifelong'] else 'one-shot'}) step {t}: "
-                      + "; ".join(bad))  # fmt: skip
-                ok = False
-                break
-    kinds = f"{num_episodes // 2} one-shot + {num_episodes - num_episodes // 2} lifelong"
-    verdict = "IDENTICAL" if ok else "DIFFERENT"
-    print(
-        f"parity with POGEMA ({kinds} episodes, {num_steps} steps, {num_agents} agents, "
-        f"{h}x{w}, r={r}): positions, rewards and observations {verdict}; agent cells that "
-        f"POGEMA's occupancy grid had erased (its move_without_checks quirk): {missing}"
-    )
-    return ok
+        all_ok &= ok
+    return all_ok
 
 
 if __name__ == "__main__":

@@ -306,7 +306,7 @@ def jaxmarl_baseline(folder: str, module: str, config_files: Sequence[str]) -> t
     for dep in ("jaxmarl", "flashbax", "hydra", "omegaconf", "wandb", "yaml", "distrax"):
         if importlib.util.find_spec(dep) is None:
             raise SkipCase(f"JaxMARL's {module}.py needs {dep} (pip install it)")
-    import yaml
+    from omegaconf import OmegaConf  # the scripts load their YAML through hydra/OmegaConf
 
     if path not in sys.path:
         sys.path.insert(0, path)
@@ -317,8 +317,8 @@ def jaxmarl_baseline(folder: str, module: str, config_files: Sequence[str]) -> t
         wandb.init(mode="disabled")
     config: dict = {}
     for name in config_files:
-        with open(os.path.join(path, name)) as f:
-            config.update(yaml.safe_load(f))
+        # OmegaConf, not plain PyYAML: it reads `2e-3` as a float (YAML 1.1 reads a string).
+        config.update(OmegaConf.to_container(OmegaConf.load(os.path.join(path, name))))
     return mod, config
 
 

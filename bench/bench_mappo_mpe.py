@@ -1,0 +1,126 @@
+"""Recurrent MAPPO training on MPE simple spread: marljax vs JaxMARL's MAPPO, matched settings.
+
+Task: cooperative navigation, 3 agents, 3 landmarks, discrete actions, 25-step episodes
+(`particle/simple_spread-v0` here, `MPE_simple_spread_v3` in JaxMARL 0.2.0).
+
+jaxmarl: `baselines/MAPPO/mappo_rnn_mpe.py` from a JaxMARL source checkout, run unmodified with
+its own configuration (`config/mappo_homogenous_rnn_mpe.yaml`) except `ANNEAL_LR: False`
+(marljax's PPO has a constant learning rate), `NUM_SEEDS: 1` and the number of steps: 16 envs x
+128 steps per update, 4 epochs x 4 minibatches, a shared GRU actor (128-wide) on each agent's
+observation and a GRU critic on the world state (every agent's observation concatenated),
+lr 2e-3, gamma 0.99, GAE lambda 0.95, clip 0.2, entropy 0.01, grad clip 0.5. The checkout's path
+comes from `--jaxmarl-src` or `$JAXMARL_SRC`.
+
+marljax: `make_ppo(PPOConfig(critic_input="global", parameter_mode="shared", recurrent=True,
+gru_size=128, hidden_sizes=(128,)))` with the same hyperparameters; our `global_state` for simple
+spread is the same concatenation of observations. Differences we keep: JaxMARL embeds the input
+with a 128-wide dense layer before its GRU, ours feeds the GRU directly and puts the dense layer
+after it; JaxMARL's actor and critic have separate Adam optimisers, ours share one (same
+learning rate); JaxMARL minibatches over agent sequences, ours over environments (12 agent
+sequences per minibatch in both); our GAE bootstraps at the time limit.
+
+Timing: one fused training program per framework (compile apart from run). JaxMARL's script logs
+through an `io_callback` every update; that is part of its program and timed with it (its
+`wandb.log` sink is replaced by an in-memory list, which is how we read its returns). Return:
+the last update's finished training episodes, summed over agents (as in `bench_ippo.py`).
+
+    python bench/bench_mappo_mpe.py --jaxmarl-src PATH [--steps 1000000] [--json PATH] [--quick]
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+from harness import Options, Result, case, jaxmarl_baseline, main_with_steps, notes_table, timed
+
+import marljax
+from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
+from marljax.train import TrainConfig, make_train
+
+NUM_ENVS, ROLLOUT = 16, 128
+_ARGS = {"steps": 1_000_000}
+
+
+def _steps(opts: Options) -> int:
+    return NUM_ENVS * ROLLOUT * 4 if opts.quick else int(_ARGS["steps"])
+
+
+def _task(steps: int) -> str:
+    return (
+        f"recurrent MAPPO MPE simple spread (3 agents, E={NUM_ENVS}, T={ROLLOUT}, "
+        f"{steps / 1e6:g}M steps)"
+    )
+
+
+@case("mappo_mpe/marljax")
+def marljax_mappo(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    env, params = marljax.make("particle/simple_spread-v0")
+    config = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
+    agent = make_ppo(
+        PPOConfig(
+            critic_input="global",
+            parameter_mode="shared",
+            recurrent=True,
+            gru_size=128,
+            hidden_sizes=(128,),
+            activation="tanh",
+            num_epochs=4,
+            num_minibatches=4,
+        ),
+        env,
+        params,
+    )
+    hp = PPOHParams(lr=2e-3, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
+    trainer = make_train(config, env, agent, params)
+    t = timed(trainer.train, jax.random.PRNGKey(0), hp, repeats=1, first_call=False)
+    _, metrics = t.output
+    ret = float(np.asarray(metrics["episode_return"])[-1]) * env.num_agents
+    return [
+        t.result(
+            _task(steps),
+            "marljax",
+            config.num_updates * config.steps_per_update,
+            notes={"final_return": ret, "num_updates": config.num_updates},
+        )
+    ]
+
+
+@case("mappo_mpe/jaxmarl")
+def jaxmarl_mappo(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    module, base = jaxmarl_baseline(
+        "baselines/MAPPO", "mappo_rnn_mpe", ["config/mappo_homogenous_rnn_mpe.yaml"]
+    )
+    config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False, "NUM_SEEDS": 1}
+    # The script returns only its runner state; its returns reach the host through the
+    # `wandb.log` in its per-update `io_callback`. Point that module's `wandb` at a recorder.
+    logged: list[dict] = []
+    module.wandb = SimpleNamespace(log=lambda row: logged.append(row))
+    train = module.make_train(dict(config))
+    t = timed(train, jax.random.PRNGKey(0), repeats=1, first_call=False)
+    # The last logged row: mean over agents of the last finished episode's return (the
+    # MPELogWrapper return, summed over agents as in bench_ippo.py).
+    ret = float(np.asarray(logged[-1]["returns"])) if logged else float("nan")
+    updates = steps // ROLLOUT // NUM_ENVS
+    return [
+        t.result(
+            _task(steps),
+            "jaxmarl",
+            updates * ROLLOUT * NUM_ENVS,
+            notes={"final_return": ret, "num_updates": updates},
+        )
+    ]
+
+
+if __name__ == "__main__":
+    main_with_steps(
+        ["mappo_mpe/jaxmarl", "mappo_mpe/marljax"],
+        __doc__.splitlines()[0],
+        _ARGS,
+        after=lambda results: notes_table(
+            results, "final_return", "return, last update (sum over agents)"
+        ),
+    )
