@@ -1,7 +1,7 @@
 """Env steps per second of Cleanup and Harvest at 1, 64, 1024 and 4096 envs, beside JaxMARL's STORM.
 
-marljax: `social/harvest-v0` and `social/cleanup-v0` (SSD maps, 5 agents, 15 x 15 x 6 views) and
-their small variants (`*_small-v0`: 7 x 12 / 7 x 10 maps, 3 agents, 7 x 7 x 6 views), wrapped
+marljax: `social/harvest-v0` and `social/cleanup-v0` (SSD maps, 5 agents, 15 x 15 x 7 views) and
+their small variants (`*_small-v0`: 7 x 12 / 7 x 10 maps, 3 agents, 7 x 7 x 7 views), wrapped
 as the training runner wraps them (`BatchedAutoReset(EpisodeStats(env))`: one reset branch per
 batch, only when an episode ended), uniformly random actions, one jitted `lax.scan` over `T`
 steps.

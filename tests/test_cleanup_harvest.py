@@ -75,6 +75,7 @@ def state_of(env, pos, orient, apples=(), waste=None, timeout=None):
         apples=jnp.asarray(grid),
         waste=jnp.zeros(env.grid_shape, bool) if waste is None else jnp.asarray(waste),
         t=jnp.int32(0),
+        beams=jnp.zeros(env.grid_shape, bool),
     )
 
 
@@ -125,7 +126,7 @@ def test_registered_ids_and_defaults():
     env, params = marljax.make("social/cleanup-v0")
     assert (env.num_agents, env.grid_shape, env.num_actions) == (5, (25, 18), 9)
     assert int(params.river.sum()) == 119 and int(params.initial_waste.sum()) == 56
-    assert env.observation_space(params).shape == (15, 15, 6)
+    assert env.observation_space(params).shape == (15, 15, 7)
     for eid in ("social/harvest_small-v0", "social/cleanup_small-v0"):
         assert eid in marljax.registered_envs()
 
@@ -193,7 +194,7 @@ def test_egocentric_view_rotates_with_the_agent(harvest):
         start = state_of(harvest[0], [(3, 3), (3, 4), PARK], [o, N, N], apples=[(1, 3)])
         _, ts = step(harvest, start, [STAY, STAY, STAY])
         obs = np.asarray(ts.obs[0])
-        assert obs.shape == (2 * r + 1, 2 * r + 1, 6) and obs.dtype == np.uint8
+        assert obs.shape == (2 * r + 1, 2 * r + 1, 7) and obs.dtype == np.uint8
         assert list(zip(*np.nonzero(obs[..., dg.APPLE]))) == [where_apple[o]], o
         assert list(zip(*np.nonzero(obs[..., dg.OTHERS]))) == [where_other[o]], o
         assert list(zip(*np.nonzero(obs[..., dg.SELF]))) == [(r, r)]
@@ -212,11 +213,12 @@ def test_global_state_and_reset_extras(harvest):
         len({tuple(p) for p in pos}) == 3 and np.asarray(params.spawn)[pos[:, 0], pos[:, 1]].all()
     )
     gs = np.asarray(ts.global_state)
-    assert gs.shape == (7, 8, 4 + 3)
+    assert gs.shape == (7, 8, 5 + 3)
     np.testing.assert_array_equal(gs[..., 0], np.asarray(params.walls))
     np.testing.assert_array_equal(gs[..., 1], np.asarray(params.initial_apples))
     for i, (r, c) in enumerate(pos):
-        assert gs[r, c, 4 + i] == 1 and gs[..., 4 + i].sum() == 1
+        assert gs[r, c, 5 + i] == 1 and gs[..., 5 + i].sum() == 1
+    assert gs[..., 4].sum() == 0  # no beam fired yet
 
 
 # ---------------------------------------------------------------------------------- tagging
@@ -234,7 +236,7 @@ def test_zap_removes_the_hit_agent_for_exactly_tag_timeout_steps(harvest):
         out_steps += 1
         assert not np.asarray(ts.obs[1]).any()  # a tagged-out agent sees nothing
         np.testing.assert_array_equal(ts.action_mask[1], np.arange(8) == STAY)
-        assert ts.global_state[..., 4 + 1].sum() == 0  # and is not on the map
+        assert ts.global_state[..., 5 + 1].sum() == 0  # and is not on the map
         s, ts = step(harvest, s, [STAY, ZAP, STAY], seed=out_steps)  # its zap is ignored
         np.testing.assert_array_equal(ts.reward, [0.0, 0.0, 0.0])
         assert out_steps <= 10
@@ -255,6 +257,26 @@ def test_beams_stop_at_walls_and_at_the_first_agent(harvest):
     )
     np.testing.assert_array_equal(ts.reward, [-1.0, 0.0, 0.0])
     assert not ts.extras["tagged_out"].any()
+
+
+def test_beams_are_drawn_in_the_next_observation_for_one_step(harvest):
+    # Agent 0 at (3, 1) faces east and zaps with nobody in its lanes. The centre lane covers
+    # (3, 2..6), stopped by the east wall; the side lanes start beside the agent: (2, 1..5) and
+    # (4, 1..5). Agent 1 at (5, 3) faces north.
+    s = state_of(harvest[0], [(3, 1), (5, 3), (1, 1)], [E, N, N])
+    s, ts = step(harvest, s, [ZAP, STAY, STAY])
+    covered = np.zeros((7, 8), bool)
+    covered[3, 2:7] = covered[2, 1:6] = covered[4, 1:6] = True
+    np.testing.assert_array_equal(np.asarray(s.beams), covered)
+    np.testing.assert_array_equal(np.asarray(ts.global_state[..., 4]), covered)
+    # Agent 1's window (radius 2, facing north): row i is map row 3 + i, column j map column
+    # 1 + j. Row 3 holds beam cells 2..5 of it, row 4 cells 1..5, row 5 none.
+    expected = np.zeros((5, 5), np.uint8)
+    expected[0, 1:] = expected[1, :] = 1
+    np.testing.assert_array_equal(np.asarray(ts.obs[1, :, :, dg.BEAM]), expected)
+    # The beam lasts one step: after a step without beams the channel is empty again.
+    s, ts = step(harvest, s, [STAY, STAY, STAY])
+    assert not np.asarray(s.beams).any() and not np.asarray(ts.obs[..., dg.BEAM]).any()
 
 
 # ---------------------------------------------------------------------------------- Harvest
@@ -324,6 +346,7 @@ def test_cleaning_the_river_restores_apple_growth(cleanup):
     # Agent 0 cleans westwards: its centre lane reaches (1, 1), its left-side lane (2, 1).
     s, ts = step(cleanup, start, [CLEAN, STAY])
     assert not s.waste.any()
+    assert s.beams[1, 1] and s.beams[2, 1]  # the cleaning beam is drawn too
     np.testing.assert_array_equal(s.apples, np.asarray(params.apple_cells))  # density 0 <= 0.2
     np.testing.assert_array_equal(ts.reward, [0.0, 0.0])  # cleaning is free (SSD)
     np.testing.assert_array_equal(ts.obs[0, :, :, dg.WASTE], 0)

@@ -62,9 +62,9 @@ from marljax.envs.social import ssd_engine as engine
 from marljax.envs.social.ssd_maps import CLEANUP_LAYOUTS, HARVEST_LAYOUTS
 
 # Observation channels.
-WALL, APPLE, WASTE, WATER, OTHERS, SELF = range(6)
-NUM_CHANNELS = 6
-CHANNEL_NAMES = ("wall", "apple", "waste", "water", "other_agents", "self")
+WALL, APPLE, WASTE, WATER, OTHERS, SELF, BEAM = range(7)
+NUM_CHANNELS = 7
+CHANNEL_NAMES = ("wall", "apple", "waste", "water", "other_agents", "self", "beam")
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,6 +165,7 @@ class DilemmaGridState:
     apples: Array  # [H, W] bool
     waste: Array  # [H, W] bool (always empty in Harvest)
     t: Array  # [] int32 steps taken in this episode
+    beams: Array  # [H, W] bool cells covered by a beam (zap or clean) fired in the last step
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,13 +241,15 @@ def cleanup_spawn_probabilities(waste: Array, params: CleanupParams) -> tuple[Ar
 class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
     """Base class of Harvest and Cleanup: the shared step on top of `ssd_engine`.
 
-    Observation of agent `i` (`[V, V, 6]` uint8, `V = 2 * view_radius + 1`): its egocentric
+    Observation of agent `i` (`[V, V, 7]` uint8, `V = 2 * view_radius + 1`): its egocentric
     window centred on itself and rotated so that it faces up (row 0 is farthest ahead), with
     channels wall (also off the map), apple, waste, water (clean river or stream), other agents
-    on the map, self (the centre). All zeros while tagged out.
+    on the map, self (the centre), beam (cells covered by a tagging or cleaning beam fired in
+    the last step, as the SSD reference draws beams on the map for one frame). All zeros while
+    tagged out.
 
-    Global state (`[H, W, 4 + A]` uint8): the wall, apple, waste and water planes of the whole
-    map, then one plane per agent marking its cell (empty while tagged out).
+    Global state (`[H, W, 5 + A]` uint8): the wall, apple, waste, water and beam planes of the
+    whole map, then one plane per agent marking its cell (empty while tagged out).
 
     `extras["tagged_out"]` (`[A]` bool) marks the agents off the map after every reset and step.
     Subclasses add the resource dynamics (`_regrow`) and extra actions (`_extra_actions`).
@@ -384,8 +387,9 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
         return jnp.zeros(self.grid_shape, bool)
 
     def _extra_actions(self, state, actions, pos, orient, active, occupant, params):
-        """Game-specific beams: returns `(waste, reward)`; none by default."""
-        return state.waste, jnp.zeros((self.num_agents,), jnp.float32)
+        """Game-specific beams: returns `(waste, reward, covered cells)`; none by default."""
+        none = jnp.zeros(self.grid_shape, bool)
+        return state.waste, jnp.zeros((self.num_agents,), jnp.float32), none
 
     def _regrow(self, key, apples, waste, occupied, params):
         raise NotImplementedError
@@ -405,6 +409,7 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
             apples=jnp.asarray(params.initial_apples, bool),
             waste=self._initial_waste(params),
             t=jnp.int32(0),
+            beams=jnp.zeros(self.grid_shape, bool),
         )
         reward = jnp.zeros((self.num_agents,), jnp.float32)
         return state, self._timestep(state, reward, jnp.array(False), params)
@@ -430,12 +435,12 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
         # 3. Beams, fired from the new cells.
         occupant = engine.occupancy(pos, active, shape)
         zapping = active & (actions == engine.ZAP)
-        hit, _ = engine.beam(
+        hit, zapped = engine.beam(
             pos, orient, zapping, params.beam_length, params.walls, occupant,
             jnp.zeros(shape, bool), self.max_beam_length,
         )  # fmt: skip
         reward = reward - params.zap_cost * zapping - params.hit_penalty * hit
-        waste, extra_reward = self._extra_actions(
+        waste, extra_reward, cleaned = self._extra_actions(
             state, actions, pos, orient, active, occupant, params
         )
         reward = reward + extra_reward
@@ -461,7 +466,13 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
 
         t = state.t + 1
         state = DilemmaGridState(
-            pos=pos, orient=orient, timeout=timeout, apples=apples, waste=waste, t=t
+            pos=pos,
+            orient=orient,
+            timeout=timeout,
+            apples=apples,
+            waste=waste,
+            t=t,
+            beams=zapped | cleaned,
         )
         return state, self._timestep(
             state, reward.astype(jnp.float32), t >= params.max_steps, params
@@ -478,13 +489,15 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
         agent_planes = ((r_idx == state.pos[:, 0]) & (c_idx == state.pos[:, 1]) & active).astype(
             jnp.uint8
         )  # [H, W, A]
-        planes = jnp.stack([params.walls, state.apples, state.waste, water], axis=-1).astype(
-            jnp.uint8
-        )
+        planes = jnp.stack(
+            [params.walls, state.apples, state.waste, water, state.beams], axis=-1
+        ).astype(jnp.uint8)  # [H, W, 5]: wall, apple, waste, water, beam
         agents = jnp.max(agent_planes, axis=-1, keepdims=True)
         empty = jnp.zeros((H, W, 1), jnp.uint8)
-        features = jnp.concatenate([planes, agents, empty], axis=-1)  # [H, W, 6]
-        outside = jnp.array([1, 0, 0, 0, 0, 0], jnp.uint8)
+        features = jnp.concatenate(
+            [planes[..., :4], agents, empty, planes[..., 4:]], axis=-1
+        )  # [H, W, 7] in channel order
+        outside = jnp.array([1, 0, 0, 0, 0, 0, 0], jnp.uint8)
         views = engine.egocentric_views(features, state.pos, state.orient, self._offsets, outside)
         # The agents channel holds the agent itself at the centre: move it to the self channel.
         obs = jnp.where(active[:, None, None, None], views * self._keep + self._self_plane, 0)
@@ -512,7 +525,7 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
 
     def global_state_space(self, params: DilemmaGridParams) -> spaces.Box:
         H, W = self.grid_shape
-        return spaces.Box(0, 1, (H, W, 4 + self.num_agents), jnp.uint8)
+        return spaces.Box(0, 1, (H, W, 5 + self.num_agents), jnp.uint8)
 
 
 class Harvest(DilemmaGrid):
@@ -632,7 +645,8 @@ class Cleanup(DilemmaGrid):
             pos, orient, cleaning, params.beam_length, params.walls, occupant, state.waste,
             self.max_beam_length,
         )  # fmt: skip
-        return state.waste & ~covered, -params.clean_cost * cleaning.astype(jnp.float32)
+        reward = -params.clean_cost * cleaning.astype(jnp.float32)
+        return state.waste & ~covered, reward, covered
 
     def _regrow(self, key, apples, waste, occupied, params: CleanupParams):
         key_apple, key_pick, key_waste = jax.random.split(key, 3)
