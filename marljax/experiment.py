@@ -187,7 +187,7 @@ def build(exp: Experiment) -> Built:
     """Resolve and validate an experiment (raises clear errors; compiles nothing)."""
     spec = algo_spec(exp.algo)
     env, env_params = make(exp.env, **exp.env_kwargs)
-    _check_env_params(exp.env, env_params)
+    _check_env_params(exp.env, env_params, env.default_params())
     agent_config = cfg.replace_checked(spec.config_cls(**spec.config_defaults), exp.agent, "agent")
     base_hp = cfg.replace_checked(spec.hparams_cls(), exp.hparams, "hparams")
     grid = {}
@@ -207,15 +207,28 @@ def build(exp: Experiment) -> Built:
     return Built(env, env_params, agent, agent_config, hparams, settings, trainer)
 
 
-def _check_env_params(env_id: str, params: Any) -> None:
-    """Every env needs `max_steps >= 1` and finite numeric params (clear errors before JAX)."""
+def _check_env_params(env_id: str, params: Any, defaults: Any = None) -> None:
+    """Every env needs `max_steps >= 1` and finite numeric params (clear errors before JAX).
+
+    NaN is always refused. An infinite value is accepted only where it is the env's own default
+    (e.g. MPE's `max_speed = inf`, meaning no limit); a user cannot introduce one.
+    """
     for f in dataclasses.fields(params):
         value = getattr(params, f.name)
         if not f.metadata.get("pytree_node", True) or value is None:
             continue
         arr = np.asarray(value)
-        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-            raise cfg.ConfigError(f"env.{f.name} of {env_id} must be finite, got {arr.tolist()}")
+        if arr.dtype.kind != "f" or np.isfinite(arr).all():
+            continue
+        default = None if defaults is None else getattr(defaults, f.name, None)
+        if (
+            default is not None
+            and not np.isnan(arr).any()
+            and np.shape(default) == arr.shape
+            and np.array_equal(np.asarray(default), arr)
+        ):
+            continue  # the env's own "no limit" default
+        raise cfg.ConfigError(f"env.{f.name} of {env_id} must be finite, got {arr.tolist()}")
     steps = np.asarray(getattr(params, "max_steps", 1))
     if (steps < 1).any():
         raise cfg.ConfigError(f"env.max_steps of {env_id} must be >= 1, got {steps.tolist()}")

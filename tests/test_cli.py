@@ -136,6 +136,22 @@ def test_bad_input_fails_clearly_before_anything_is_written(args, needle, tmp_pa
     assert os.listdir(tmp_path) == [], "a failed configuration must not create a run directory"
 
 
+def test_env_defaults_may_be_infinite_but_user_values_may_not():
+    """MPE's default `max_speed = inf` means "no limit": accepted; a user's inf or NaN is not."""
+    from marljax.experiment import build
+
+    built = build(Experiment(algo="mappo", env="particle/simple_spread-v0"))
+    assert np.isinf(np.asarray(built.env_params.max_speed))
+    built.trainer.agent.check_batch(16, 32)  # the whole build went through
+    for bad in (float("nan"), float("inf")):
+        for field in ("damping", "max_speed"):
+            if field == "max_speed" and bad == float("inf"):
+                continue  # that is the default itself
+            exp = Experiment(algo="mappo", env="particle/simple_spread-v0", env_kwargs={field: bad})
+            with pytest.raises(ValueError, match=field):
+                build(exp)
+
+
 def test_train_help_documents_every_option(capsys):
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])
