@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import json
 import math
+import types
 import typing
 from typing import Any, NamedTuple
 
@@ -100,6 +101,15 @@ def parse_value(raw: Any, annotation: Any, default: Any, name: str) -> Any:
     ints accept `64,64`, booleans accept true/false/1/0/yes/no.
     """
     origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        # `X | None`: "none"/"null"/None give None, anything else is parsed as X.
+        if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", "null")):
+            return None
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return parse_value(raw, inner[0], None, name)
+        return raw
     if origin is typing.Literal:
         choices = typing.get_args(annotation)
         if raw not in choices:

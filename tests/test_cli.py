@@ -357,3 +357,16 @@ def test_plot_writes_figures_for_a_run_directory(finished_run, tmp_path, capsys)
     assert code == 0, err
     written = [line for line in out.splitlines() if line.endswith(".png")]
     assert written and all(os.path.getsize(p) > 0 for p in written)
+
+
+def test_optional_fields_parse_as_their_type_or_none():
+    """`X | None` config fields (e.g. a target entropy override): numbers, `none`, clear errors."""
+    from marljax.config import ConfigError, parse_value
+
+    assert parse_value("-2", float | None, None, "t") == -2.0
+    assert parse_value(-2, float | None, None, "t") == -2.0
+    assert parse_value("none", float | None, 1.0, "t") is None
+    assert parse_value(None, int | None, 3, "t") is None
+    assert parse_value("7", int | None, None, "t") == 7
+    with pytest.raises(ConfigError, match="t must be a number"):
+        parse_value("abc", float | None, None, "t")
