@@ -19,7 +19,8 @@ as no-ops), auto-reset at episode end; 8 agents and 5 food on 15x15, and 64 agen
 Both frameworks start every timed call from states whose step counters sit `T // 2` steps before
 the time limit (when `T < 50`), so every call crosses exactly one episode boundary and pays for
 one round of resets: a worst case for marljax's batched reset, whose natural rate is one reset per
-50 steps. The two frameworks run interleaved (marljax then Jumanji at each `E`), so slow drifts in
+50 steps. Where `T < 50`, the row `marljax (no reset in call)` times the same compiled program
+started at step 0 (no episode ends inside the call); Jumanji's cost does not depend on it. The two frameworks run interleaved (marljax then Jumanji at each `E`), so slow drifts in
 the load of a shared machine hit both alike; single numbers on a busy machine are still noisy.
 
 The rules differ slightly (marljax follows lbforaging: swaps and moves into vacated cells are
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from bench_pathfinding import timed_starts  # compile once, time several start states
 from harness import Options, Result, SkipCase, case, main, requires, timed
 
 from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
@@ -73,14 +75,15 @@ def _checksum(xs) -> jax.Array:
 
 
 def marljax_rollout(num_agents: int, num_envs: int, num_steps: int):
-    """`(init(key) -> env_state, run(env_state, key) -> (env_state, checksum))`."""
+    """`(init(key, t0) -> env_state, run(env_state, key) -> (env_state, checksum))`."""
     size, food = SETTINGS[num_agents]
     env = LevelBasedForaging(size, num_agents, food)
     params = env.default_params().replace(force_coop=True, max_steps=MAX_STEPS)
     vec_env = BatchedAutoReset(EpisodeStats(env))
-    t0 = _start_step(num_steps)
 
-    def init(key):
+    default_t0 = _start_step(num_steps)
+
+    def init(key, t0=default_t0):
         state = vec_env.reset(jax.random.split(key, num_envs), params)[0]
         inner = state.inner.replace(t=jnp.full((num_envs,), t0, jnp.int32))
         return state.replace(inner=inner, episode_length=jnp.full((num_envs,), t0, jnp.int32))
@@ -167,11 +170,38 @@ def _measure_one(framework: str, make_rollout, num_agents: int, E: int, opts: Op
     return t.result(_task(num_agents, E), framework, E * T, notes=notes)
 
 
+def _measure_marljax(num_agents: int, E: int, opts: Options) -> list[Result]:
+    """marljax from `T // 2` before the limit and, where `T < 50`, from step 0 (no reset)."""
+    T = _steps(num_agents, E, opts.quick)
+    init, run = marljax_rollout(num_agents, E, T)
+    init = jax.jit(init)
+    key = jax.random.PRNGKey(0)
+    starts = {"marljax": _start_step(T)}
+    if T < MAX_STEPS:
+        starts["marljax (no reset in call)"] = 0
+    states = {name: init(key, t0) for name, t0 in starts.items()}
+    timings = timed_starts(run, states, jax.random.PRNGKey(1), opts.repeats)
+    return [
+        t.result(
+            _task(num_agents, E),
+            name,
+            E * T,
+            notes={
+                "num_envs": E,
+                "num_steps": T,
+                "num_agents": num_agents,
+                "start_t": starts[name],
+            },
+        )
+        for name, t in timings.items()
+    ]
+
+
 def _interleaved(num_agents: int, opts: Options) -> list[Result]:
     """marljax then Jumanji at each `E` (Jumanji skipped, not fatal, if it is missing)."""
     results = []
     for E in _sizes(opts):
-        results.append(_measure_one("marljax", marljax_rollout, num_agents, E, opts))
+        results.extend(_measure_marljax(num_agents, E, opts))
         try:
             results.append(_measure_one("jumanji", jumanji_rollout, num_agents, E, opts))
         except SkipCase as e:

@@ -188,6 +188,54 @@ def test_grid_observation_layers():
     np.testing.assert_array_equal(obs[2, 1], [[3, 0, 0], [0, 0, 0], [0, 0, 0]])
 
 
+def test_vector_sight_is_a_traced_param_matching_separate_envs():
+    keys = jax.random.split(jax.random.PRNGKey(3), 32)
+    actions = jax.random.randint(jax.random.PRNGKey(4), (32, 3), 0, 6)
+    wide = LevelBasedForaging(8, num_agents=3, num_food=2)  # static sight 8
+    base = wide.default_params()
+    rng = np.random.default_rng(0)
+    cells = np.stack([rng.choice(64, 5, replace=False) for _ in range(32)])  # 3 agents, 2 food
+    cells = np.stack([cells // 8, cells % 8], -1)
+    food_level = rng.integers(1, 5, (32, 2))
+    states = LBFState(
+        agent_pos=jnp.asarray(cells[:, :3], jnp.int32),
+        agent_level=jnp.asarray(rng.integers(1, 3, (32, 3)), jnp.int32),
+        food_pos=jnp.asarray(cells[:, 3:], jnp.int32),
+        food_level=jnp.asarray(food_level, jnp.int32),
+        food_alive=jnp.ones((32, 2), bool),
+        total_food_level=jnp.asarray(food_level.sum(-1), jnp.float32),
+        t=jnp.zeros((32,), jnp.int32),
+    )
+    both = jax.tree.map(
+        lambda a, b: jnp.stack([a, b]), base.replace(obs_sight=2), base.replace(obs_sight=3)
+    )
+    # One program, vmapped over envs and over the two sights.
+    step = jax.vmap(wide.step, in_axes=(0, 0, 0, None))
+    new_states, ts = jax.jit(jax.vmap(step, in_axes=(None, None, None, 0)))(
+        keys, states, actions, both
+    )
+    for i, sight in enumerate((2, 3)):
+        env = LevelBasedForaging(8, num_agents=3, num_food=2, sight=sight)
+        obs = jax.jit(jax.vmap(env.vector_obs))
+        stepped = jax.tree.map(lambda x, i=i: x[i], new_states)
+        np.testing.assert_array_equal(np.asarray(ts.obs[i]), np.asarray(obs(stepped)))
+    # The sights really differ (fewer items in sight at radius 2 than at radius 3).
+    assert (np.asarray(ts.obs[0]) != np.asarray(ts.obs[1])).any()
+
+
+def test_grid_observation_sight_param_masks_the_static_window():
+    s = make_state([[0, 0], [1, 1], [5, 5]], [1, 2, 3], [[1, 2], [4, 4]], [2, 3])
+    env2 = LevelBasedForaging(8, num_agents=3, num_food=2, sight=2, grid_observation=True)
+    env1 = LevelBasedForaging(8, num_agents=3, num_food=2, sight=1, grid_observation=True)
+    obs = np.asarray(jax.jit(env2.grid_obs)(s, env2.default_params().replace(obs_sight=1)))
+    full = np.asarray(jax.jit(env2.grid_obs)(s, env2.default_params()))
+    assert obs.shape == (3, 3, 5, 5)
+    np.testing.assert_array_equal(obs[:, :, 1:4, 1:4], np.asarray(jax.jit(env1.grid_obs)(s)))
+    ring = np.ones((5, 5), bool)
+    ring[1:4, 1:4] = False
+    assert (obs[:, :, ring] == 0).all() and (full[:, :, ring] != 0).any()
+
+
 # --------------------------------------------------------------------------------------------
 # Generation, params, conformance, bad input
 # --------------------------------------------------------------------------------------------
@@ -248,6 +296,8 @@ def test_check_env_and_make():
         ({"grid_size": 8, "sight": 0}, "sight must be in"),
         ({"grid_size": 2}, "at least 3x3"),
         ({"num_agents": 0}, "num_agents >= 1"),
+        ({"grid_size": 8, "obs_sight": 9}, "obs_sight must be in 1 .. 8"),
+        ({"grid_size": 8, "obs_sight": -1}, "obs_sight must be in"),
     ],
 )
 def test_bad_input_fails_at_make(overrides, match):
@@ -266,7 +316,9 @@ def test_max_food_packing():
 # --------------------------------------------------------------------------------------------
 
 
-def _lbforaging_from_state(env: LevelBasedForaging, state: LBFState, penalty: float = 0.0):
+def _lbforaging_from_state(
+    env: LevelBasedForaging, state: LBFState, penalty: float = 0.0, sight: int | None = None
+):
     from lbforaging.foraging.environment import ForagingEnv
 
     ref = ForagingEnv(
@@ -277,7 +329,7 @@ def _lbforaging_from_state(env: LevelBasedForaging, state: LBFState, penalty: fl
         max_food_level=None,
         field_size=(env.height, env.width),
         max_num_food=env.num_food,
-        sight=env.sight,
+        sight=env.sight if sight is None else sight,
         max_episode_steps=10_000,
         force_coop=False,
         grid_observation=False,
@@ -307,19 +359,27 @@ def _lbforaging_from_state(env: LevelBasedForaging, state: LBFState, penalty: fl
 
 
 @pytest.mark.parametrize(
-    "size, agents, food, sight, grid",
-    [(8, 3, 2, 2, False), (7, 3, 2, 2, True)],
+    "size, agents, food, sight, grid, obs_sight",
+    [
+        (8, 3, 2, 2, False, 0),
+        (7, 3, 2, 2, True, 0),
+        # 18 agents: the sort path of the observation packing; sight 3 as a traced param of an
+        # env whose static sight is the grid size.
+        (12, 18, 3, None, False, 3),
+    ],
 )
-def test_parity_with_lbforaging_random_rollouts(size, agents, food, sight, grid):
+def test_parity_with_lbforaging_random_rollouts(size, agents, food, sight, grid, obs_sight):
     # lbforaging is a test extra: a missing install fails here instead of skipping.
     env = LevelBasedForaging(size, agents, food, sight=sight, grid_observation=grid)
-    params = env.default_params().replace(max_agent_level=jnp.int32(2), penalty=jnp.float32(0.25))
+    params = env.default_params().replace(
+        max_agent_level=jnp.int32(2), penalty=jnp.float32(0.25), obs_sight=jnp.int32(obs_sight)
+    )
     reset, stp = jax.jit(env.reset), jax.jit(env.step)
     rng = np.random.default_rng(0)
     collected = steps = 0
     for episode in range(8):
         state, ts = reset(jax.random.PRNGKey(episode), params)
-        ref = _lbforaging_from_state(env, state, penalty=0.25)
+        ref = _lbforaging_from_state(env, state, penalty=0.25, sight=obs_sight or None)
         ref_obs = np.stack(ref._make_gym_obs())
         np.testing.assert_array_equal(ts.obs, ref_obs)
         for _ in range(50):
@@ -444,3 +504,10 @@ def test_parity_with_jumanji_where_rules_coincide():
 def test_impossible_level_params_fail_at_make(override, needle):
     with pytest.raises(ValueError, match=needle):
         marljax.make("grid/lbf-v0", **override)
+
+
+def test_grid_observation_sight_param_cannot_exceed_the_window():
+    with pytest.raises(ValueError, match="obs_sight must be in 1 .. 2 .*larger `sight`"):
+        marljax.make("grid/lbf-grid-8x8-2p-2f-coop-v0", sight=2, obs_sight=3)
+    _, params = marljax.make("grid/lbf-grid-8x8-2p-2f-coop-v0", sight=2, obs_sight=1)
+    assert int(params.obs_sight) == 1

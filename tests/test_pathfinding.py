@@ -155,6 +155,162 @@ def test_random_joint_moves_match_pogema_soft_rule_and_never_collide(resolve):
 
 
 # --------------------------------------------------------------------------------------------
+# The "priority" and "block_both" rules (POGEMA 1.4's other collision systems).
+# --------------------------------------------------------------------------------------------
+
+
+def priority_reference(obstacles, positions, actions, active):
+    """POGEMA's "priority" rule as its documented sequential loop: agents move one at a time in
+    index order, each only into a cell that holds no obstacle and no agent at its turn."""
+    h, w = obstacles.shape
+    pos = [tuple(int(v) for v in p) for p in positions]
+    taken = {pos[i] for i in range(len(pos)) if active[i]}
+    for i in range(len(pos)):
+        if not active[i]:
+            continue
+        dr, dc = MOVES[int(actions[i])]
+        r, c = pos[i][0] + dr, pos[i][1] + dc
+        if 0 <= r < h and 0 <= c < w and not obstacles[r, c] and (r, c) not in taken:
+            taken.remove(pos[i])
+            taken.add((r, c))
+            pos[i] = (r, c)
+    return np.array(pos)
+
+
+def block_both_reference(obstacles, positions, actions, active):
+    """POGEMA's "block_both" rule: a marking pass (start cells and doubly targeted cells are
+    blocked), then agents move in index order into unblocked free cells."""
+    h, w = obstacles.shape
+    pos = [tuple(int(v) for v in p) for p in positions]
+    marks = {}
+    for i in range(len(pos)):
+        if active[i]:
+            dr, dc = MOVES[int(actions[i])]
+            t = (pos[i][0] + dr, pos[i][1] + dc)
+            marks[t] = "blocked" if t in marks else "visited"
+            marks[pos[i]] = "blocked"
+    taken = {pos[i] for i in range(len(pos)) if active[i]}
+    out = list(pos)
+    for i in range(len(pos)):
+        if not active[i]:
+            continue
+        dr, dc = MOVES[int(actions[i])]
+        r, c = pos[i][0] + dr, pos[i][1] + dc
+        free = 0 <= r < h and 0 <= c < w and not obstacles[r, c] and (r, c) not in taken
+        if marks.get((r, c)) != "blocked" and free:
+            taken.remove(pos[i])
+            taken.add((r, c))
+            out[i] = (r, c)
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def resolve_rule():
+    return {
+        rule: jax.jit(lambda o, p, a, m, rule=rule: resolve_moves(o, p, a, m, rule))
+        for rule in ("priority", "block_both")
+    }
+
+
+def test_priority_lower_index_wins_and_followers_only_behind_lower_indices(resolve_rule):
+    resolve = resolve_rule["priority"]
+    # Vertex conflict on (0, 1): agent 0 moves first and takes it; agent 1 stays.
+    out = _move(resolve, ROOM, [[0, 2], [0, 0]], [LEFT, RIGHT])
+    np.testing.assert_array_equal(out, [[0, 1], [0, 0]])
+    # A train led by the lowest index moves as a whole (each follower enters a vacated cell)...
+    out = _move(resolve, ROOM, [[0, 2], [0, 1], [0, 0]], [RIGHT, RIGHT, RIGHT])
+    np.testing.assert_array_equal(out, [[0, 3], [0, 2], [0, 1]])
+    # ...led by the highest index, only the leader moves (its followers move before it).
+    out = _move(resolve, ROOM, [[0, 0], [0, 1], [0, 2]], [RIGHT, RIGHT, RIGHT])
+    np.testing.assert_array_equal(out, [[0, 0], [0, 1], [0, 3]])
+
+
+def test_priority_blocks_swaps_cycles_walls_and_ignores_inactive(resolve_rule):
+    resolve = resolve_rule["priority"]
+    out = _move(resolve, ROOM, [[1, 0], [1, 1], [3, 0]], [RIGHT, LEFT, UP])
+    np.testing.assert_array_equal(out, [[1, 0], [1, 1], [2, 0]])
+    out = _move(resolve, ROOM, [[0, 0], [0, 1], [1, 1], [1, 0]], [RIGHT, DOWN, LEFT, UP])
+    np.testing.assert_array_equal(out, [[0, 0], [0, 1], [1, 1], [1, 0]])
+    out = _move(resolve, ROOM, [[0, 0], [3, 4], [1, 2]], [UP, RIGHT, DOWN])
+    np.testing.assert_array_equal(out, [[0, 0], [3, 4], [1, 2]])
+    out = _move(resolve, ROOM, [[0, 0], [0, 1]], [RIGHT, RIGHT], active=[True, False])
+    np.testing.assert_array_equal(out, [[0, 1], [0, 1]])
+
+
+def test_block_both_nobody_follows_and_every_contender_stays(resolve_rule):
+    resolve = resolve_rule["block_both"]
+    out = _move(resolve, ROOM, [[0, 0], [0, 2], [3, 3]], [RIGHT, LEFT, STAY])
+    np.testing.assert_array_equal(out, [[0, 0], [0, 2], [3, 3]])
+    out = _move(resolve, ROOM, [[0, 2], [0, 1], [0, 0]], [RIGHT, RIGHT, RIGHT])
+    np.testing.assert_array_equal(out, [[0, 3], [0, 1], [0, 0]])
+    out = _move(resolve, ROOM, [[1, 0], [1, 1], [3, 0]], [RIGHT, LEFT, UP])
+    np.testing.assert_array_equal(out, [[1, 0], [1, 1], [2, 0]])
+    # A move into the obstacle still claims nothing: agent 1 moves into the free (1, 3).
+    out = _move(resolve, ROOM, [[1, 2], [0, 3]], [DOWN, DOWN])
+    np.testing.assert_array_equal(out, [[1, 2], [1, 3]])
+    out = _move(resolve, ROOM, [[0, 0], [0, 1]], [RIGHT, RIGHT], active=[True, False])
+    np.testing.assert_array_equal(out, [[0, 1], [0, 1]])
+
+
+@pytest.mark.parametrize(
+    "rule,reference", [("priority", priority_reference), ("block_both", block_both_reference)]
+)
+def test_random_joint_moves_match_reference_and_never_collide(rule, reference):
+    rng = np.random.default_rng(1)
+    h, w, num_agents, cases = 5, 5, 10, 300
+    batched = jax.jit(jax.vmap(lambda o, p, a, m: resolve_moves(o, p, a, m, rule)))
+    obstacles = rng.uniform(size=(cases, h, w)) < 0.15
+    positions = np.zeros((cases, num_agents, 2), np.int32)
+    for c in range(cases):
+        cells = rng.choice(h * w, num_agents, replace=False)
+        positions[c] = np.stack([cells // w, cells % w], -1)
+        obstacles[c][positions[c, :, 0], positions[c, :, 1]] = False
+    actions = rng.integers(0, 5, (cases, num_agents)).astype(np.int32)
+    active = rng.uniform(size=(cases, num_agents)) < 0.85
+    out = np.asarray(batched(obstacles, positions, actions, active))
+    moved = 0
+    for c in range(cases):
+        expected = reference(obstacles[c], positions[c], actions[c], active[c])
+        np.testing.assert_array_equal(out[c], expected, err_msg=f"{rule} case {c}")
+        act, before = out[c][active[c]], positions[c][active[c]]
+        assert len({tuple(p) for p in act}) == len(act), "two active agents share a cell"
+        for i in range(len(act)):
+            for j in range(i + 1, len(act)):
+                assert not (
+                    tuple(act[i]) == tuple(before[j]) and tuple(act[j]) == tuple(before[i])
+                ), "two agents swapped cells"
+        assert not obstacles[c][act[:, 0], act[:, 1]].any()
+        moved += int(np.any(act != before, axis=-1).sum())
+    assert moved > cases, "the random cases exercise moves, not only blocked agents"
+
+
+def test_env_step_uses_the_static_collision_rule(lifelong):
+    # Two-agent trains on the corridor's free top row, led by agent 1 and then by agent 0:
+    # soft moves both every time, priority lets a follower enter only behind a lower index,
+    # block_both never lets anyone follow.
+    base, params, init, soft_step = lifelong
+    obstacles = maps.parse_map(CORRIDOR)
+    steps = {"soft": soft_step}
+    for rule in ("priority", "block_both"):
+        env = Pathfinding(height=3, width=5, num_agents=2, obs_radius=2, collision=rule)
+        steps[rule] = jax.jit(env.step)
+    goals = jnp.array([[2, 0], [2, 4]])
+    moved = {}
+    for rule, step in steps.items():
+        cols = []
+        for starts in ([[0, 0], [0, 1]], [[0, 1], [0, 0]]):
+            state, _ = init(obstacles, jnp.array(starts), goals, params)
+            state, _ = step(jax.random.PRNGKey(0), state, jnp.array([RIGHT, RIGHT]), params)
+            cols.append(np.asarray(state.positions)[:, 1].tolist())
+        moved[rule] = cols
+    assert moved == {
+        "soft": [[1, 2], [2, 1]],
+        "priority": [[0, 2], [2, 1]],
+        "block_both": [[0, 2], [2, 0]],
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # Episodes: goal re-assignment, one-shot arrival, observations, metrics.
 # --------------------------------------------------------------------------------------------
 
@@ -335,6 +491,7 @@ def test_reset_is_a_fresh_valid_map_per_key():
         ({"num_agents": 200}, "distinct free cells"),
         ({"obs_radius": 16}, "larger than the 16x16 grid"),
         ({"map_type": "caves"}, "unknown map_type"),
+        ({"collision": "hard"}, "unknown collision rule"),
         ({"max_steps": 0}, "max_steps"),
     ],
 )

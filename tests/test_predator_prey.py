@@ -190,6 +190,11 @@ def test_reset_places_everyone_apart_and_check_env():
         ({"grid_size": 5, "obs_radius": 6}, "obs_radius must be in 0 .. 5"),
         ({"num_prey": 0}, "num_prey >= 1"),
         ({"grid_size": 1}, "at least 2x2"),
+        ({"capture_agents": 5}, "capture_agents must be in 1 .. 4"),
+        ({"num_agents": 2, "capture_agents": 3}, "capture_agents must be in 1 .. 2"),
+        ({"capture_agents": 0}, "no prey could ever be caught"),
+        ({"prey_rest_prob": 1.5}, "prey_rest_prob"),
+        ({"max_steps": 0}, "max_steps"),
     ],
 )
 def test_bad_input_fails_at_make(overrides, match):

@@ -8,10 +8,14 @@ Importing this package registers the `grid/*` ids; build them with `marljax.make
 
 Static options of `grid/lbf*` are the arguments of `make_lbf` (`grid_size`, `num_agents`,
 `num_food`, `sight`, `grid_observation`); the others (`max_steps`, level bounds, `force_coop`,
-`normalize_reward`, `penalty`) are fields of `LBFParams`. LBF ids follow the `lbforaging` v3 names
+`normalize_reward`, `penalty`, and `obs_sight`, the traced view radius that defaults to the static
+`sight` and can be vmapped over) are fields of `LBFParams`. LBF ids follow the `lbforaging` v3 names
 (`Foraging-8x8-2p-2f-coop-v3` is `grid/lbf-8x8-2p-2f-coop-v0` and `Foraging-2s-8x8-2p-2f-coop-v3`
 is `grid/lbf-8x8-2p-2f-2s-coop-v0`; `grid/lbf-grid-*` use the grid observation), with `max_steps=50` as there. Static options of `grid/predator_prey*`
-are those of `make_predator_prey`; the rest are fields of `PredatorPreyParams`.
+are those of `make_predator_prey`; the rest are fields of `PredatorPreyParams`. Pathfinding ids
+(`grid/lmapf-v0`, `grid/lmapf_maze-v0`, `grid/mapf-v0`) take the static options of `Pathfinding`,
+e.g. `collision="priority"` for POGEMA's default collision rule (ours is `"soft"`), and the params
+`max_steps` and `density`.
 """
 
 from __future__ import annotations

@@ -53,6 +53,14 @@ in `0 .. 2 sight` (an `lbforaging` quirk: near the top/left border an agent sees
 to `2 sight` cells away on the far side). The grid observation (`grid_observation=True`) is
 `[3, 2 sight + 1, 2 sight + 1]`, centred on the agent: agent levels, food levels and an access
 layer (1 where the cell is inside the grid and free of agents and food).
+
+Sight as a param. The static `sight` sets the grid observation's window (a shape) and the default
+view radius; `params.obs_sight` (traced, `0` meaning "the static `sight`") is the radius the
+observations actually use, so one compiled program can vmap over sights. The vector observation's
+shape never depends on the sight, so any `obs_sight` in `1 .. max(H, W)` is allowed there. Grid
+observations keep their `[3, 2 sight + 1, 2 sight + 1]` window and need `obs_sight <= sight`;
+cells farther than `obs_sight` (Chebyshev) from the agent read 0 in all three layers, as cells
+outside the grid do (with `obs_sight == sight` this is exactly `lbforaging`).
 """
 
 from __future__ import annotations
@@ -89,6 +97,9 @@ class LBFParams(EnvParams):
       force_coop: raise every food level to its maximum (cooperation is needed).
       normalize_reward: divide rewards so that collecting all food pays 1 in total.
       penalty: reward subtracted from each agent of a failed loading attempt.
+      obs_sight: view radius of the observations; `0` (default) means the env's static `sight`.
+        Vector observations accept `1 .. max(H, W)`, grid observations `1 .. sight` (their
+        window is static; see the module docstring).
     """
 
     max_steps: int = 50
@@ -99,6 +110,7 @@ class LBFParams(EnvParams):
     force_coop: Array = struct.field(default_factory=lambda: jnp.bool_(False))
     normalize_reward: Array = struct.field(default_factory=lambda: jnp.bool_(True))
     penalty: Array = struct.field(default_factory=lambda: jnp.float32(0.0))
+    obs_sight: Array = struct.field(default_factory=lambda: jnp.int32(0))
 
 
 @struct.dataclass
@@ -122,7 +134,8 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
       num_agents: number of agents `A` (static).
       num_food: number of food items `F` (static).
       sight: view radius; `None` means the grid size (full observability, the benchmark's
-        default); static because it sets the grid observation's shape.
+        default). Static: it sets the grid observation's window and the default of the traced
+        `params.obs_sight`, which the observations use (see the module docstring).
       grid_observation: observe `[3, 2 sight + 1, 2 sight + 1]` layers instead of the vector.
 
     Raises:
@@ -188,6 +201,23 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
             )
         if float(np.asarray(params.penalty).min()) < 0:
             raise ValueError(f"LBF penalty must be >= 0 (it is subtracted), got {params.penalty}")
+        sight = np.asarray(params.obs_sight)
+        limit = self.sight if self.grid_observation else max(self.height, self.width)
+        if (sight < 0).any() or (sight > limit).any():
+            where = (
+                f"the static grid-observation window sight={self.sight}"
+                if self.grid_observation
+                else f"the grid size {max(self.height, self.width)}"
+            )
+            raise ValueError(
+                f"LBF obs_sight must be in 1 .. {limit} ({where}), or 0 for the env's sight "
+                f"{self.sight}; got {sight.tolist()}"
+                + (
+                    "; build the env with a larger `sight` to widen the window"
+                    if self.grid_observation
+                    else ""
+                )
+            )
 
     # ------------------------------------------------------------------------------ reset
 
@@ -350,7 +380,10 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
     # ------------------------------------------------------------------------------ observations
 
     def _timestep(self, state, params, reward, terminated, truncated) -> TimeStep:
-        obs = self.grid_obs(state) if self.grid_observation else self.vector_obs(state)
+        if self.grid_observation:
+            obs = self.grid_obs(state, params)
+        else:
+            obs = self.vector_obs(state, params)
         return TimeStep(
             obs=obs,
             reward=reward,
@@ -361,17 +394,27 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
             extras={},
         )
 
-    def vector_obs(self, state: LBFState) -> Array:
+    def sight_of(self, params: LBFParams | None) -> Array:
+        """`[]` int32 view radius the observations use: `params.obs_sight`, or the static
+        `sight` where that is 0 (or `params` is None)."""
+        if params is None:
+            return jnp.int32(self.sight)
+        obs_sight = jnp.asarray(params.obs_sight, jnp.int32)
+        return jnp.where(obs_sight > 0, obs_sight, jnp.int32(self.sight))
+
+    def vector_obs(self, state: LBFState, params: LBFParams | None = None) -> Array:
         """`[A, 3 F + 3 A]` float32 lbforaging vector observations (see the module docstring).
 
         Args:
           state: the current state.
+          params: the env params (their `obs_sight`); None uses the static `sight`.
 
         Returns:
           Per agent: food `(y, x, level)` triplets in sight (row-major), self, other agents in
           sight (index order), each group packed to the front and padded with `(-1, -1, 0)`.
         """
-        A, F, H, W, s = self.num_agents, self.num_food, self.height, self.width, self.sight
+        A, F, H, W = self.num_agents, self.num_food, self.height, self.width
+        s = self.sight_of(params)
         pos = state.agent_pos
         origin = jnp.maximum(pos - s, 0)  # [A, 2] top-left corner of the clipped window
         upper = jnp.minimum(pos + s, jnp.array([H - 1, W - 1]))
@@ -428,11 +471,13 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
         access = inside & (who < 0) & ~has_food
         return jnp.stack([agents, food, access]).astype(jnp.float32)
 
-    def grid_obs(self, state: LBFState) -> Array:
+    def grid_obs(self, state: LBFState, params: LBFParams | None = None) -> Array:
         """`[A, 3, 2 sight + 1, 2 sight + 1]` float32 lbforaging grid observations.
 
         Args:
           state: the current state.
+          params: the env params; cells farther than `obs_sight` from the centre read 0 (None:
+            the static `sight`, the whole window).
 
         Returns:
           Each agent's window of `grid_layers`, centred on the agent.
@@ -443,7 +488,12 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
         def window(p):
             return jax.lax.dynamic_slice(layers, (0, p[0], p[1]), (3, size, size))
 
-        return jax.vmap(window)(state.agent_pos)
+        obs = jax.vmap(window)(state.agent_pos)
+        if params is None:
+            return obs
+        offset = jnp.abs(jnp.arange(size) - self.sight)
+        seen = jnp.maximum(offset[:, None], offset[None, :]) <= self.sight_of(params)
+        return jnp.where(seen, obs, 0.0)
 
     def global_state(self, state: LBFState, params: LBFParams) -> Array:
         """`[3 F + 3 A + 1]` float32 centralised state.
@@ -526,8 +576,12 @@ def _pack(key: Array, items: Array) -> Array:
     """Sort `items [V, K, 3]` along `K` by the distinct integer `key [V, K]`, without a sort.
 
     The rank of an item is the number of items with a smaller key; a one-hot of the ranks moves
-    each item to its slot. For the small `K` of LBF this is much cheaper than `argsort` on CPU.
+    each item to its slot. For the small `K` of LBF this is much cheaper than `argsort` on CPU;
+    the one-hot costs `K^2` per viewer, so from `K > 16` (e.g. 64 agents) a sort is used.
     """
+    if key.shape[1] > 16:
+        order = jnp.argsort(key, axis=1)  # keys are distinct: any sort gives the same order
+        return jnp.take_along_axis(items, order[:, :, None], axis=1)
     rank = jnp.sum(key[:, None, :] < key[:, :, None], axis=-1)  # [V, K]
     slots = rank[:, :, None] == jnp.arange(key.shape[1])  # [V, K(item), K(slot)]
     # A broadcast sum, not a dot: XLA's CPU dots are slow for such tiny batched matrices.

@@ -19,18 +19,31 @@ Actions (POGEMA's order): 0 stay, 1 up (row - 1), 2 down (row + 1), 3 left (col 
 (col + 1); all legal in every state (a blocked move leaves the agent in place, as in POGEMA).
 Out-of-range actions are clipped into 0..4.
 
-Collision rule (POGEMA's `collision_system="soft"`, reproduced exactly for the moves of active
-agents; note that POGEMA 1.4's *default* is `"priority"`, a sequential rule). A move is cancelled
-(the agent stays) when
+Collision rules (static `collision=...`, POGEMA 1.4's `collision_system`; vertex and swap
+conflicts are resolved so that two active agents never share a cell and never swap). In every rule
+a move into an obstacle or out of the grid leaves the agent in place, and inactive agents (one-shot:
+arrived) neither move nor block.
 
-1. its target cell is an obstacle or outside the grid;
-2. two agents would swap cells (both stay);
-3. its target cell is the cell of an agent that stays (after all cancellations); or
-4. several agents move into the same cell: the one with the smallest index moves, the others stay.
-
-Rules 3 and 4 are applied until nothing changes (a cancelled move can block a chain of agents
-behind it). Agents that move into a cell vacated in the same step, and rotations of three or more
-agents around a cycle, are allowed. Hence two agents never share a cell and never swap.
+- `"soft"` (the default here; a simultaneous rule). A move is cancelled (the agent stays) when
+  1. its target cell is an obstacle or outside the grid;
+  2. two agents would swap cells (both stay);
+  3. its target cell is the cell of an agent that stays (after all cancellations); or
+  4. several agents move into the same cell: the one with the smallest index moves, the others
+     stay.
+  Rules 3 and 4 are applied until nothing changes (a cancelled move can block a chain of agents
+  behind it). Agents that move into a cell vacated in the same step, and rotations of three or
+  more agents around a cycle, are allowed.
+- `"priority"` (POGEMA 1.4's *default*; a sequential rule). Agents move one at a time in index
+  order (agent 0 first); each moves if its target cell is free at its turn, i.e. holds no
+  obstacle, no agent that has not had its turn yet and no lower-index agent that ended its turn
+  there. So an agent may follow a lower-index agent into the cell it just vacated, but not a
+  higher-index one; swaps and cycles are always blocked. Computed without a loop over agents: the
+  decision of agent `i` depends only on the decisions of agents `j < i`, so iterating all
+  decisions jointly reaches that unique fixed point in at most `A` rounds.
+- `"block_both"` (simultaneous, strict). A cell is *blocked* if an active agent stands on it at
+  the start of the step or if two or more active agents target it (a staying agent targets its own
+  cell). An agent moves only if its target is free of obstacles and not blocked: nobody follows
+  another agent into its vacated cell, and every agent of a vertex conflict stays.
 
 Observation of agent `i` (`[C, S, S]` float32, `S = 2 * obs_radius + 1`, egocentric window
 centred on the agent, POGEMA's default observation): channel 0 obstacles (as in POGEMA, the
@@ -43,14 +56,17 @@ Global state (`[3 * H * W]` float32): obstacle map, active agents' cells and act
 flattened.
 
 Parity with POGEMA 1.4 (`python bench/bench_pathfinding.py --parity` drives both with the same
-maps, starts, goals and actions and compares every step): positions, rewards and the obstacle and
-goal channels are identical, one-shot and lifelong. Where the two differ, and why:
+maps, starts, goals and actions under each of the three collision rules and compares every step):
+positions, rewards and the obstacle and goal channels are identical, one-shot and lifelong. POGEMA
+pins numpy 1.26, so it is not a test dependency (not in the `test` extra); the parity check runs it
+in its own venv as a subprocess. Where the two differ, and why:
 
-- Collision rule: only `"soft"` is implemented (POGEMA's `"priority"` and `"block_both"` are
-  sequential loops over agents).
-- Agent channel: POGEMA updates its occupancy grid agent by agent (`move_without_checks`), so an
-  agent that moved into a cell vacated in the same step by a higher-index agent is missing from
-  every observation until it moves again; here every active agent is always shown.
+- Collision rules: all three of POGEMA 1.4's rules give identical positions. Our default is
+  `"soft"`, POGEMA's is `"priority"`: pass `collision="priority"` to match POGEMA's default env.
+- Agent channel (`"soft"` only): POGEMA's soft rule updates its occupancy grid agent by agent
+  (`move_without_checks`), so an agent that moved into a cell vacated in the same step by a
+  higher-index agent is missing from every observation until it moves again; here every active
+  agent is always shown. (`"priority"` and `"block_both"` update the grid consistently.)
 - Map generation: same random-map rule (independent obstacles with probability `density`), but a
   different RNG, and all `2 A` starts and goals are distinct cells of the *largest* component
   (POGEMA: each agent's start and goal share some component). POGEMA's mazes come from its
@@ -81,6 +97,8 @@ from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
 from marljax.envs.grid import maps, planner
 
 NUM_ACTIONS = planner.NUM_MOVES
+#: POGEMA 1.4's `collision_system` values (see the module doc).
+COLLISION_RULES = ("soft", "priority", "block_both")
 
 
 @struct.dataclass
@@ -184,6 +202,8 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
       lifelong: new goal on arrival (True) or one-shot, agents disappear at their goal (False).
       map_type: `"random"` or `"maze"` (static).
       distance_obs: add the planner's distance-to-goal channel to the observation.
+      collision: `"soft"`, `"priority"` (POGEMA's default) or `"block_both"` (static; see the
+        module doc).
 
     `max_steps` and `density` are params (override them with `make(..., density=0.2)`); their
     concrete values are validated when params are built, so `make` fails before compiling.
@@ -202,6 +222,7 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
         lifelong: bool = True,
         map_type: str = "random",
         distance_obs: bool = False,
+        collision: str = "soft",
     ):
         height, width, num_agents, obs_radius = map(int, (height, width, num_agents, obs_radius))
         if height < 1 or width < 1:
@@ -220,6 +241,11 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
                 f"obs_radius {obs_radius} is larger than the {height}x{width} grid: a radius of "
                 f"{max(height, width) - 1} already shows the whole grid from every cell"
             )
+        if collision not in COLLISION_RULES:
+            raise ValueError(
+                f"unknown collision rule {collision!r}; choose one of {COLLISION_RULES} "
+                "(POGEMA's collision_system values)"
+            )
         if map_type not in maps.MAP_TYPES:
             raise ValueError(f"unknown map_type {map_type!r}; choose one of {maps.MAP_TYPES}")
         if map_type == "maze":
@@ -235,12 +261,13 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
         self.lifelong = bool(lifelong)
         self.map_type = map_type
         self.distance_obs = bool(distance_obs)
+        self.collision = collision
         self.geometry = (height, width, num_agents, map_type)
 
     @property
     def name(self) -> str:
         kind = "LifelongPathfinding" if self.lifelong else "Pathfinding"
-        return f"{kind}<{self.height}x{self.width},{self.map_type}>"
+        return f"{kind}<{self.height}x{self.width},{self.map_type},{self.collision}>"
 
     @property
     def window(self) -> int:
@@ -312,7 +339,9 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
         self, key: PRNGKey, state: PathfindingState, actions: Array, params: PathfindingParams
     ) -> tuple[PathfindingState, TimeStep]:
         actions = jnp.clip(jnp.asarray(actions).astype(jnp.int32), 0, NUM_ACTIONS - 1)
-        positions = resolve_moves(state.obstacles, state.positions, actions, state.active)
+        positions = resolve_moves(
+            state.obstacles, state.positions, actions, state.active, self.collision
+        )
         t = state.t + 1
         on_goal = state.active & jnp.all(positions == state.goals, axis=-1)
         reward = on_goal.astype(jnp.float32)
@@ -458,22 +487,30 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
         return spaces.Box(0.0, 1.0, (3 * self.height * self.width,), jnp.float32)
 
 
-def resolve_moves(obstacles: Array, positions: Array, actions: Array, active: Array) -> Array:
-    """Apply joint moves with POGEMA's "soft" collision rule (see the module doc).
+def resolve_moves(
+    obstacles: Array, positions: Array, actions: Array, active: Array, rule: str = "soft"
+) -> Array:
+    """Apply joint moves with one of POGEMA 1.4's collision rules (see the module doc).
 
-    Vectorised: swaps are found with an occupancy grid; the cascade of cancelled moves is one
-    `lax.while_loop` (at most `A` iterations) whose body finds, with two scatters over the grid,
-    the moves into a cell held by a staying agent or claimed by a smaller-index agent.
+    Vectorised for every rule (no Python or `lax` loop over agents): `"soft"` and `"priority"`
+    iterate a joint update in a `lax.while_loop` until nothing changes (usually a few rounds, at
+    most `A`), each round a couple of scatters over the grid; `"block_both"` is two scatters.
 
     Args:
       obstacles: `[H, W]` bool obstacle map.
       positions: `[A, 2]` int32 current cells (distinct among active agents).
       actions: `[A]` int32 actions in 0..4 (stay, up, down, left, right).
       active: `[A]` bool; inactive agents neither move nor block.
+      rule: `"soft"`, `"priority"` or `"block_both"` (static).
 
     Returns:
       `[A, 2]` int32 new cells: no two active agents share a cell and no two swapped.
+
+    Raises:
+      ValueError: unknown `rule`.
     """
+    if rule not in COLLISION_RULES:
+        raise ValueError(f"unknown collision rule {rule!r}; choose one of {COLLISION_RULES}")
     h, w = obstacles.shape
     cells = h * w
     num_agents = positions.shape[0]
@@ -482,14 +519,31 @@ def resolve_moves(obstacles: Array, positions: Array, actions: Array, active: Ar
     inside = (target[:, 0] >= 0) & (target[:, 0] < h) & (target[:, 1] >= 0) & (target[:, 1] < w)
     tflat = jnp.where(inside, target[:, 0] * w + target[:, 1], cells)
     pflat = positions[:, 0] * w + positions[:, 1]
-    moving = active & (actions != 0)
     blocked = ~inside | obstacles.reshape(-1)[jnp.clip(tflat, 0, cells - 1)]
-    # Swaps: the agent at my target moves into my cell.
+    # The index of the active agent standing on each cell at the start of the step (-1: none).
     occupant = jnp.full((cells + 1,), -1, jnp.int32).at[jnp.where(active, pflat, cells)].set(idx)
+    moving = active & (actions != 0) & ~blocked
+    if rule == "soft":
+        moving = _soft(moving, tflat, pflat, active, occupant, idx, cells)
+    elif rule == "priority":
+        moving = _priority(moving, tflat, pflat, active, occupant, idx, cells)
+    else:
+        # Blocked cells: start cells of active agents, and cells targeted by two or more
+        # active agents (a staying or blocked agent targets its own cell, already blocked).
+        claim = jnp.where(active, jnp.where(actions != 0, tflat, pflat), cells)
+        count = jnp.zeros((cells + 1,), jnp.int32).at[claim].add(1)
+        moving = moving & (occupant[tflat] < 0) & (count[tflat] == 1)
+    return jnp.where(moving[:, None], target, positions).astype(jnp.int32)
+
+
+def _soft(moving, tflat, pflat, active, occupant, idx, cells):
+    """`[A]` bool: which of the candidate `moving` agents move under the "soft" rule."""
+    num_agents = idx.shape[0]
+    # Swaps: the agent at my target moves into my cell.
     other = occupant[tflat]
     other_c = jnp.clip(other, 0, num_agents - 1)
     swap = (other >= 0) & moving[other_c] & (tflat[other_c] == pflat)
-    moving = moving & ~blocked & ~swap
+    moving = moving & ~swap
 
     def losers(mov):
         stay_cell = (
@@ -510,7 +564,35 @@ def resolve_moves(obstacles: Array, positions: Array, actions: Array, active: Ar
         return mov, losers(mov)
 
     moving, _ = jax.lax.while_loop(cond, body, (moving, losers(moving)))
-    return jnp.where(moving[:, None], target, positions).astype(jnp.int32)
+    return moving
+
+
+def _priority(moving, tflat, pflat, active, occupant, idx, cells):
+    """`[A]` bool: which of the candidate `moving` agents move under the "priority" rule.
+
+    Agent `i` moves iff its target holds no agent `j > i` (still on its start cell at `i`'s turn)
+    and is not the final cell of any agent `j < i`. The second condition depends only on the
+    decisions of lower indices, so the joint map `F` has one fixed point, reached from any start
+    in at most `A` rounds; a round that changes nothing has found it.
+    """
+    num_agents = idx.shape[0]
+    cand = moving & ~(occupant[tflat] > idx)
+
+    def decide(mov):
+        final = jnp.where(active, jnp.where(mov, tflat, pflat), cells)
+        first = jnp.full((cells + 1,), num_agents, jnp.int32).at[final].min(idx)
+        return cand & ~(first[tflat] < idx)
+
+    def cond(carry):
+        mov, new = carry
+        return jnp.any(mov != new)
+
+    def body(carry):
+        _, new = carry
+        return new, decide(new)
+
+    moving, _ = jax.lax.while_loop(cond, body, (cand, decide(cand)))
+    return moving
 
 
 def planner_agent(

@@ -60,8 +60,8 @@ class PredatorPreyParams(EnvParams):
 
     Attributes:
       max_steps: time limit; the episode is truncated after this many steps (200 in DCG).
-      capture_agents: `k`, adjacent predators that must play CATCH together (2 in DCG; more
-        than 4 makes capture impossible).
+      capture_agents: `k`, adjacent predators that must play CATCH together (2 in DCG; must be
+        in `1 .. min(4, A)`: a cell has 4 neighbours, so more makes capture impossible).
       capture_reward: team reward per caught prey (10 in DCG).
       punishment: team reward added per failed catch attempt, `p <= 0` in DCG's relative
         overgeneralisation experiments (0 disables it).
@@ -150,10 +150,31 @@ class PredatorPrey(Environment[PredatorPreyState, PredatorPreyParams]):
     def default_params(self) -> PredatorPreyParams:
         return PredatorPreyParams()
 
+    def validate_params(self, params: PredatorPreyParams) -> None:
+        """Reject impossible params at `make` time (concrete values only).
+
+        Raises:
+          ValueError: naming the field: `capture_agents` outside `1 .. min(4, A)` (no prey could
+            ever be caught), `prey_rest_prob` outside `[0, 1]`, or `max_steps < 1`.
+        """
+        k = np.asarray(params.capture_agents)
+        most = min(4, self.num_agents)
+        if (k < 1).any() or (k > most).any():
+            raise ValueError(
+                f"predator-prey capture_agents must be in 1 .. {most} (a prey has 4 neighbours "
+                f"and there are {self.num_agents} predators), got {k.tolist()}: no prey could "
+                "ever be caught"
+            )
+        rest = np.asarray(params.prey_rest_prob)
+        if (rest < 0).any() or (rest > 1).any():
+            raise ValueError(f"predator-prey prey_rest_prob must be in [0, 1], got {rest.tolist()}")
+        if (np.asarray(params.max_steps) < 1).any():
+            raise ValueError(f"predator-prey max_steps must be >= 1, got {params.max_steps}")
+
     def param_ranges(self) -> dict[str, tuple[float, float]]:
         """Rewards, capture rules and prey behaviour that may vary (see `Environment.param_ranges`)."""
         return {
-            "capture_agents": (1, 5),
+            "capture_agents": (1, min(4, self.num_agents)),
             "capture_reward": (0.0, 20.0),
             "punishment": (-5.0, 0.0),
             "step_reward": (-1.0, 0.0),
