@@ -22,6 +22,10 @@ Large swarms: with more than `brute_force_threshold` (256) agents, neighbours wi
 found with a spatial hash (`O(A)` memory and work per step instead of `O(A^2)`), see
 `marljax.envs.swarm.neighbours`; it keeps at most `cell_capacity` agents per cell and reports
 overflows in `extras["swarm/neighbour_overflow"]` (`check_overflow=True` raises instead).
+The default cap (16) suits a uniform swarm; a policy that flocks or aggregates packs agents
+together (a Vicsek policy trained with `marljax.agents.meanfield` overflowed it within 50 steps
+at 10,000 agents), so evaluate such policies with a larger `cell_capacity` (32 to 64) and check
+that `swarm/neighbour_overflow` stays 0.
 The global state for centralised critics is the swarm's mean field (`meanfield.py`): a histogram
 (`mean_field="histogram"`, default) or kernel embedding (`"kernel"`) over a fixed grid.
 Order parameters are reported per episode as `extras["swarm/<name>"]`.

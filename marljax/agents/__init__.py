@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from marljax.agents.base import Agent, Observation, Trajectory
+from marljax.agents.meanfield import MFPGConfig, make_mfpg
 from marljax.agents.ppo import PPOConfig, PPOHParams, ippo, make_ppo, mappo
 from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
+from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +43,14 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"critic_input": "global"},
         "Multi-agent PPO: decentralised actors, centralised critic on the global state.",
     ),
+    "bn_mappo": AlgoSpec(
+        "bn_mappo",
+        PPOConfig,
+        PPOHParams,
+        make_ppo,
+        {"critic_input": "global", "graph": "learned"},
+        "BN-MAPPO: MAPPO with a Bayesian-network joint policy on a context-aware DAG (Chen 2023).",
+    ),
     "iql": AlgoSpec(
         "iql",
         QConfig,
@@ -65,6 +75,32 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"mixer": "qmix"},
         "QMIX: monotonic hypernetwork mixing of per-agent values on the global state.",
     ),
+    "mfpg": AlgoSpec(
+        "mfpg",
+        MFPGConfig,
+        PPOHParams,
+        make_mfpg,
+        {},
+        "Mean-field policy gradient (Dec-POMFC): shared actor on local observations, critic on "
+        "the mean-field global state; runs with any number of agents.",
+    ),
+    "hasac": AlgoSpec(
+        "hasac",
+        SACConfig,
+        SACHParams,
+        make_sac,
+        {"sequential": True},
+        "HASAC: max-entropy off-policy actor-critic, twin centralised soft Q critic, agents' "
+        "actors updated sequentially in a random order (Liu et al. 2024).",
+    ),
+    "masac": AlgoSpec(
+        "masac",
+        SACConfig,
+        SACHParams,
+        make_sac,
+        {"sequential": False},
+        "MASAC: HASAC's learner with all agents' actors updated simultaneously.",
+    ),
 }
 
 
@@ -88,13 +124,18 @@ __all__ = [
     "PPOHParams",
     "QConfig",
     "QHParams",
+    "SACConfig",
+    "SACHParams",
     "Trajectory",
     "algo_spec",
+    "hasac",
     "iql",
     "ippo",
     "make_ppo",
     "make_q_learner",
+    "make_sac",
     "mappo",
+    "masac",
     "qmix",
     "vdn",
 ]

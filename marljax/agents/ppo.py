@@ -13,6 +13,11 @@
 - GAE that bootstraps through truncation but not termination (`marljax.losses.gae`), optional
   advantage normalisation, optional value normalisation (running mean/std, MAPPO's ValueNorm),
   optional clipped value loss.
+- BN-MAPPO (`graph != "none"`, discrete feed-forward policies): a Bayesian-network joint policy
+  (`marljax.agents.bn`, Chen et al. 2023) where agents act in a DAG's topological order and see
+  their parents' actions; the PPO ratio of agent `i` uses its conditional log-probability (plus,
+  for the learned graph, its share of the graph's log-probability). With the empty graph this
+  path gives exactly MAPPO's numbers.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import optax
 from flax import struct
 
 from marljax import distributions, losses
-from marljax.agents import common
+from marljax.agents import bn, common
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
@@ -37,6 +42,7 @@ Array = jax.Array
 
 ParameterMode = Literal["shared", "shared_id", "independent"]
 CriticInput = Literal["local", "global"]
+GRAPHS = ("none", "empty", "chain", "line", "full", "learned")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +62,13 @@ class PPOConfig:
       value_norm: learn values in a running standardised scale (MAPPO's ValueNorm).
       clip_value_loss: use the PPO clipped value loss (clip range `hparams.value_clip_eps`).
       tanh_squash: continuous actions through tanh, rescaled to the action box.
+      graph: joint-policy graph. "none": independent actors (plain MAPPO/IPPO); "empty",
+        "chain" (alias "line"), "full": a fixed Bayesian-network DAG (`marljax.agents.bn`);
+        "learned": a context-aware DAG sampled from the global state; or a user-given `[A, A]`
+        parent mask (nested tuples, `mask[i][j] = 1` when agent `j` is a parent of agent `i`).
+      graph_threshold_start, graph_threshold_end, graph_anneal_updates: the edge threshold
+        rises linearly from start to end over that many updates (edges whose probability does
+        not exceed it are pruned; 1.0 prunes every edge). 0 updates: constant at start.
     """
 
     critic_input: CriticInput = "global"
@@ -70,6 +83,10 @@ class PPOConfig:
     value_norm: bool = False
     clip_value_loss: bool = True
     tanh_squash: bool = False
+    graph: Any = "none"
+    graph_threshold_start: float = 0.0
+    graph_threshold_end: float = 0.0
+    graph_anneal_updates: int = 0
 
     def __post_init__(self):
         _check_choice("critic_input", self.critic_input, ("local", "global"))
@@ -81,6 +98,29 @@ class PPOConfig:
             raise ValueError(
                 f"PPOConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
             )
+        if isinstance(self.graph, str):
+            _check_choice("graph", self.graph, GRAPHS)
+        else:
+            try:  # a user-given parent mask: malformed masks and cycles fail here
+                bn.graph_from_parents(self.graph)
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"PPOConfig.graph: {err}") from None
+            object.__setattr__(self, "graph", tuple(tuple(int(v) for v in r) for r in self.graph))
+        try:
+            bn.check_anneal(
+                self.graph_threshold_start, self.graph_threshold_end, self.graph_anneal_updates
+            )
+        except ValueError as err:
+            raise ValueError(
+                f"PPOConfig.graph_threshold_start, graph_threshold_end, graph_anneal_updates: {err}"
+            ) from None
+        if self.uses_graph and self.recurrent:
+            raise ValueError("PPOConfig.graph (BN joint policy) needs recurrent=False")
+
+    @property
+    def uses_graph(self) -> bool:
+        """A Bayesian-network joint policy (BN-MAPPO) rather than independent actors."""
+        return not (isinstance(self.graph, str) and self.graph == "none")
 
 
 @struct.dataclass
@@ -175,6 +215,25 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         config.hidden_sizes, config.activation, act_dim, 0.01, config.recurrent, max(H, 1)
     )
     critic_net = _Net(config.hidden_sizes, config.activation, 1, 1.0, config.recurrent, max(H, 1))
+    use_graph = config.uses_graph
+    learned = config.graph == "learned" if isinstance(config.graph, str) else False
+    if use_graph and not discrete:
+        raise ValueError("PPOConfig.graph (BN joint policy) needs a Discrete action space")
+    if use_graph:
+        parent_net = _Net(config.hidden_sizes, config.activation, act_dim, 0.01, False, 1)
+        graph_net = bn.GraphNet(A, config.hidden_sizes, config.activation)
+        anneal = bn.AnnealSchedule(
+            config.graph_threshold_start, config.graph_threshold_end, config.graph_anneal_updates
+        )
+        if isinstance(config.graph, str) and not learned:
+            fixed = bn.fixed_graph(config.graph, A)
+        elif not learned:
+            fixed = bn.graph_from_parents(config.graph)
+            if fixed.parents.shape != (A, A):
+                raise ValueError(
+                    f"PPOConfig.graph: the parent mask must be [{A}, {A}] for {A} agents, "
+                    f"got {tuple(fixed.parents.shape)}"
+                )
     if not discrete:
         low = jnp.broadcast_to(jnp.asarray(act_space.low, jnp.float32), act_space.shape)
         high = jnp.broadcast_to(jnp.asarray(act_space.high, jnp.float32), act_space.shape)
@@ -230,6 +289,8 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         return actor, critic
 
     def actor_net_params(actor_params):
+        if use_graph:
+            return actor_params["policy"]
         return actor_params if discrete else actor_params["net"]
 
     def actor_log_std(actor_params):
@@ -249,6 +310,15 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
 
     def init(key: Array, hparams: PPOHParams) -> PPOState:
         actor, critic = common.init_per_agent(init_one, key, A, independent)
+        if use_graph:  # MAPPO's parameters stay exactly as they are, under "policy"
+            actor = {
+                "policy": actor,
+                "parents": common.init_per_agent(
+                    init_parent_net, jax.random.fold_in(key, 1), A, independent
+                ),
+            }
+            if learned:
+                actor["graph"] = graph_net.init(jax.random.fold_in(key, 2), jnp.zeros((state_dim,)))
         params = (actor, critic)
         return PPOState(
             actor_params=actor,
@@ -267,6 +337,76 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
     def value_scale(state: PPOState, v: Array) -> Array:
         return losses.unstandardize(state.value_norm, v) if config.value_norm else v
 
+    # ---------------------------------------------------------------- BN joint policy
+    def init_parent_net(key: Array) -> Any:
+        x0 = jnp.zeros((1, 1, actor_in + A * act_dim))
+        return parent_net.init(key, jnp.zeros((1, 1)), x0, jnp.zeros((1, 1), bool))
+
+    def parent_logits_rows(params: Any, x: Array, inputs: Array, agent: Array) -> Array:
+        """Extra logits of agent `agent[b]` of row `b`: `x [B, D]`, `inputs [B, A * N]`."""
+        xs = jnp.concatenate([x, inputs], axis=-1)
+        if independent:
+            p = jax.tree.map(lambda q: q[agent], params)
+
+            def one(pp, xx):
+                return parent_net.apply(
+                    pp, jnp.zeros((1, 1)), xx[None, None], jnp.zeros((1, 1), bool)
+                )[1][0, 0]
+
+            return jax.vmap(one)(p, xs)
+        B = xs.shape[0]
+        _, out = parent_net.apply(params, jnp.zeros((B, 1)), xs[None], jnp.zeros((1, B), bool))
+        return out[0]
+
+    def parent_logits_all(params: Any, x: Array, inputs: Array, resets: Array) -> Array:
+        """`x [T, B, A, D]`, `inputs [T, B, A, A * N]` -> `[T, B, A, N]`."""
+        xs = jnp.concatenate([x, inputs], axis=-1)
+        carry = jnp.zeros((xs.shape[1], A, 1))
+        return apply_agents(parent_net, params, carry, xs, resets)[1]
+
+    def sample_graph(actor_params: Any, global_state: Array, key: Array, threshold: Array):
+        """`(DAG [E, A, A] / [E, A], per-agent graph log-prob [E, A])`."""
+        E = global_state.shape[0]
+        if learned:
+            context = global_state.reshape(E, -1).astype(jnp.float32)
+            scores, edge_logits = graph_net.apply(actor_params["graph"], context)
+            dag = bn.sample_dag(key, scores, edge_logits, threshold)
+            return dag, bn.dag_log_prob(scores, edge_logits, dag, threshold)
+        parents = bn.prune(fixed.parents, 1.0, threshold)
+        dag = bn.DAG(jnp.broadcast_to(parents, (E, A, A)), jnp.broadcast_to(fixed.order, (E, A)))
+        return dag, jnp.zeros((E, A))
+
+    def bn_act(state: PPOState, x: Array, base_logits: Array, observation: Observation, key):
+        """Sample the joint action of the BN policy: `x [E, A, D]`, `base_logits [E, A, N]`."""
+        threshold = anneal(state.num_updates)
+        if learned:  # fixed graphs use `key` exactly as MAPPO does
+            key_graph, key = jax.random.split(key)
+        else:
+            key_graph = None
+        dag, graph_lp = sample_graph(
+            state.actor_params, observation.global_state, key_graph, threshold
+        )
+        parent_p = state.actor_params["parents"]
+        actions = bn.sample_joint_actions(
+            key,
+            base_logits,
+            lambda inputs, agent: parent_logits_rows(
+                parent_p, x[jnp.arange(x.shape[0]), agent], inputs, agent
+            ),
+            dag,
+            observation.action_mask,
+        )
+        log_prob, _ = bn.joint_log_prob(
+            base_logits,
+            lambda inputs: parent_logits_all(
+                parent_p, x[None], inputs[None], jnp.zeros((1, x.shape[0]), bool)
+            )[0],
+            actions,
+            dag.parents,
+            observation.action_mask,
+        )
+        return actions, log_prob + graph_lp, {"parents": dag.parents, "order": dag.order}
+
     # ---------------------------------------------------------------- act
     def act(state: PPOState, carry: PPOCarry, observation: Observation, key: Array, hparams):
         del hparams
@@ -276,7 +416,10 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             actor_net, actor_net_params(state.actor_params), carry.actor, x, resets
         )
         dist = distribution(out[0], observation.action_mask, actor_log_std(state.actor_params))
-        if discrete:
+        graph_info = {}
+        if use_graph:
+            raw, log_prob, graph_info = bn_act(state, x[0], out[0], observation, key)
+        elif discrete:
             raw = dist.sample(seed=key)
             log_prob = dist.log_prob(raw)
         elif config.tanh_squash:
@@ -290,6 +433,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             "log_prob": log_prob,
             "value": value_scale(state, v[0, ..., 0]),
             "critic_carry": c_carry,
+            **graph_info,
         }
         return to_env_action(raw), PPOCarry(a_carry, c_carry), info
 
@@ -339,6 +483,11 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             "targets": targets,
             "advantages": advantages,
         }
+        if use_graph:
+            batch["parents"] = info["parents"]
+            batch["order"] = info["order"]
+            batch["context"] = obs.global_state.reshape(T, E, -1).astype(jnp.float32)
+            threshold = anneal(state.num_updates)
         carry0 = traj.initial_carry
         tx = make_optimizer(hp)
 
@@ -347,8 +496,23 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             _, out = apply_agents(
                 actor_net, actor_net_params(actor_p), mb_carry.actor, mb["x_actor"], mb["resets"]
             )
-            dist = distribution(out, mb["mask"], actor_log_std(actor_p))
-            log_prob = dist.log_prob(mb["actions"])
+            if use_graph:
+                log_prob, dist = bn.joint_log_prob(
+                    out,
+                    lambda inputs: parent_logits_all(
+                        actor_p["parents"], mb["x_actor"], inputs, mb["resets"]
+                    ),
+                    mb["actions"],
+                    mb["parents"],
+                    mb["mask"],
+                )
+                if learned:
+                    scores, edge_logits = graph_net.apply(actor_p["graph"], mb["context"])
+                    dag = bn.DAG(mb["parents"], mb["order"])
+                    log_prob = log_prob + bn.dag_log_prob(scores, edge_logits, dag, threshold)
+            else:
+                dist = distribution(out, mb["mask"], actor_log_std(actor_p))
+                log_prob = dist.log_prob(mb["actions"])
             entropy = losses.masked_mean(dist.entropy())
             _, v = apply_agents(critic_net, critic_p, mb_carry.critic, mb["x_critic"], mb["resets"])
             v = v[..., 0]
@@ -423,6 +587,9 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         )
         metrics = jax.tree.map(jnp.mean, metrics)
         metrics["value_mean"] = jnp.mean(returns)
+        if use_graph:
+            metrics["graph_density"] = jnp.mean(bn.edge_density(info["parents"]))
+            metrics["graph_threshold"] = threshold
         new_state = PPOState(
             actor_params=params[0],
             critic_params=params[1],

@@ -9,7 +9,9 @@ function, writes one PNG and returns its path:
 - `plot_interval_estimates`: `aggregate_metrics` output, one panel per metric;
 - `plot_probability_of_improvement`: `pairwise_probability_of_improvement` output;
 - `plot_performance_profiles`: `performance_profiles` output;
-- `plot_crossplay_heatmap`: a `[P, Q]` cross-play matrix.
+- `plot_crossplay_heatmap`: a `[P, Q]` cross-play matrix;
+- `plot_social_metrics`: social-metric curves over training (`marljax.evaluation.social`);
+- `plot_swarm_snapshot`: positions and headings of a swarm (`swarm_snapshot` reads a state).
 
 `plot_runs(run_dirs, out_dir)` reads run directories written by `marljax.experiment`
 (`config.json`, `metrics.npz`) and writes all the figures that the runs support.
@@ -269,6 +271,224 @@ def plot_crossplay_heatmap(
     return _save(fig, path)
 
 
+def plot_social_metrics(
+    runs: Mapping[str, Mapping[str, Any]],
+    steps: Any,
+    path: PathLike,
+    metrics: Sequence[str] | None = None,
+    statistic: str = "mean",
+    key: jax.Array | None = None,
+    num_resamples: int = 2000,
+    confidence: float = 0.95,
+    title: str = "",
+) -> Path:
+    """Social-metric curves over training: one panel per metric, one line per run (e.g. mode).
+
+    The training metrics of an env wrapped in `marljax.evaluation.social.SocialMetrics` hold
+    `"social/<name>"` arrays `[S, U]` (seeds x updates); each line is `statistic` over seeds
+    at each update with a percentile bootstrap band over seeds (`stats.sample_efficiency_curves`).
+    Updates in which some seed finished no episode (NaN) are left out of that line.
+
+    Args:
+      runs: `{label: {metric: [S, U]}}`, e.g. `{"shared": metrics, "independent": metrics}`
+        with the metrics dicts returned by training (other keys are ignored).
+      steps: `[U]` environment steps of the updates.
+      path: output PNG.
+      metrics: metric names, with or without the `"social/"` prefix (default: every
+        `"social/*"` key that all runs have, in the order of `social.METRICS`).
+      statistic: an aggregate name (`"mean"`, `"iqm"`, `"median"`).
+      key: PRNG key (default `PRNGKey(0)`).
+      num_resamples: bootstrap resamples.
+      confidence: band coverage.
+      title: figure title.
+
+    Returns:
+      The written path.
+
+    Raises:
+      ValueError: no runs, a missing metric (named with the run), arrays that are not `[S, U]`
+        with `U = len(steps)`, or a run and metric without any complete update.
+
+    Reference: J. Perolat et al., "A multi-agent reinforcement learning model of common-pool
+    resource appropriation", NeurIPS 2017 (the metrics and this figure type).
+    """
+    from marljax.evaluation.social import METRICS as SOCIAL_METRICS
+
+    if not runs:
+        raise ValueError("runs is empty: pass {label: {'social/<name>': [S, U] array}}")
+    steps = np.asarray(steps)
+    if steps.ndim != 1:
+        raise ValueError(f"steps must be [U], got shape {steps.shape}")
+    if metrics is None:
+        common = set.intersection(*(set(m) for m in runs.values()))
+        metrics = [f"social/{m}" for m in SOCIAL_METRICS if f"social/{m}" in common]
+        metrics += sorted(m for m in common if m.startswith("social/") and m not in metrics)
+        if not metrics:
+            raise ValueError(
+                "no 'social/<name>' metric common to all runs; train on "
+                "SocialMetrics(env) or pass metrics=[...]"
+            )
+    else:
+        metrics = [
+            m if m.startswith("social/") or m in _first(runs) else f"social/{m}" for m in metrics
+        ]
+    key = jax.random.PRNGKey(0) if key is None else key
+    curves: dict[str, dict[str, tuple[np.ndarray, stats.Interval]]] = {m: {} for m in metrics}
+    for r, (label, run) in enumerate(runs.items()):
+        for j, m in enumerate(metrics):
+            if m not in run:
+                raise ValueError(f"run {label!r} has no metric {m!r}; it has {sorted(run)[:12]}")
+            x = np.asarray(run[m], np.float64)
+            if x.ndim != 2 or x.shape[1] != steps.shape[0]:
+                raise ValueError(
+                    f"run {label!r} metric {m!r} must be [S, U] = [seeds, {steps.shape[0]}] "
+                    f"(one value per update, U = len(steps)), got shape {x.shape}"
+                )
+            ok = _complete_updates(x)
+            if not ok.any():
+                raise ValueError(
+                    f"run {label!r} metric {m!r} has no update in which every seed finished "
+                    "an episode (all NaN); train longer or with more environments"
+                )
+            est = stats.sample_efficiency_curves(
+                jax.random.fold_in(key, 1000 * r + j),
+                x[:, None, ok],
+                statistic=statistic,
+                num_resamples=num_resamples,
+                confidence=confidence,
+            )
+            curves[m][label] = (steps[ok], est)
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.2), squeeze=False)
+    colors = _colors(len(runs))
+    for ax, m in zip(axes[0], metrics):
+        for color, (label, (x, est)) in zip(colors, curves[m].items()):
+            ax.plot(x, np.asarray(est.point), color=color, label=label)
+            ax.fill_between(x, np.asarray(est.low), np.asarray(est.high), color=color, alpha=0.2)
+        ax.set_title(m.removeprefix("social/").replace("_", " "))
+        ax.set_xlabel("environment steps")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f"{statistic} over seeds, {confidence:.0%} CI")
+    if len(runs) > 1 or next(iter(runs)):
+        axes[0][-1].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def _first(runs: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    return next(iter(runs.values()))
+
+
+def swarm_snapshot(state: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Positions and headings of a swarm env state (`marljax.envs.swarm`), as host arrays.
+
+    Args:
+      state: a swarm state (`VicsekState`, `KuramotoState`, `AggregationState`, possibly with
+        leading batch axes) or anything with a `pos` field `[..., A, 2]`.
+
+    Returns:
+      `(positions [..., A, 2], headings [..., A] or None)`: the heading is `state.heading`
+      (Vicsek), else the oscillator phase `state.phase` (Kuramoto, drawn as a direction), else
+      None (aggregation agents have no heading).
+
+    Raises:
+      ValueError: `state` has no `pos` field.
+    """
+    inner = getattr(state, "inner", None)
+    if not hasattr(state, "pos") and inner is not None:  # unwrap wrapper states
+        return swarm_snapshot(inner)
+    if not hasattr(state, "pos"):
+        raise ValueError(
+            f"{type(state).__name__} has no `pos` field: pass a swarm env state "
+            "(marljax.envs.swarm) or positions to plot_swarm_snapshot directly"
+        )
+    pos = np.asarray(state.pos)
+    for name in ("heading", "phase"):
+        if hasattr(state, name):
+            return pos, np.asarray(getattr(state, name))
+    return pos, None
+
+
+def plot_swarm_snapshot(
+    positions: Any,
+    path: PathLike,
+    headings: Any | None = None,
+    size: float | None = None,
+    titles: Sequence[str] | None = None,
+    title: str = "",
+) -> Path:
+    """Swarm snapshots: agents' positions, with arrows for their headings, one panel per frame.
+
+    Args:
+      positions: `[A, 2]` positions of one frame or `[P, A, 2]` for `P` frames (panels), e.g.
+        the first and last state of an episode (see `swarm_snapshot`).
+      path: output PNG.
+      headings: optional `[A]` or `[P, A]` angles in radians (drawn as unit arrows coloured by
+        angle); None draws points only.
+      size: side `L` of the torus `[0, L)^2` (axes limits; default: the data range).
+      titles: `P` panel titles (default: "frame p").
+      title: figure title.
+
+    Returns:
+      The written path.
+
+    Raises:
+      ValueError: shapes that do not match (named), or `len(titles) != P`.
+    """
+    pos = np.asarray(positions, np.float64)
+    if pos.ndim == 2:
+        pos = pos[None]
+    if pos.ndim != 3 or pos.shape[-1] != 2:
+        raise ValueError(f"positions must be [A, 2] or [P, A, 2], got shape {np.shape(positions)}")
+    P, A = pos.shape[:2]
+    head = None
+    if headings is not None:
+        head = np.asarray(headings, np.float64)
+        if head.ndim == 1:
+            head = head[None]
+        if head.shape != (P, A):
+            raise ValueError(
+                f"headings must be [A] or [P, A] = {[P, A]} to match positions, got shape "
+                f"{np.shape(headings)}"
+            )
+    if titles is not None and len(titles) != P:
+        raise ValueError(f"titles must have one entry per frame ({P}), got {len(titles)}")
+    titles = list(titles) if titles is not None else [f"frame {p}" for p in range(P)]
+    if size is not None and not float(size) > 0:
+        raise ValueError(f"size (the torus side L) must be > 0, got {size}")
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, P, figsize=(3.6 * P, 3.6), squeeze=False)
+    for p, ax in enumerate(axes[0]):
+        if head is None:
+            ax.scatter(pos[p, :, 0], pos[p, :, 1], s=12, color="tab:blue")
+        else:
+            arrow = 0.04 * (float(size) if size is not None else np.ptp(pos[p]) + 1e-9)
+            ax.quiver(
+                pos[p, :, 0],
+                pos[p, :, 1],
+                np.cos(head[p]),
+                np.sin(head[p]),
+                np.mod(head[p], 2 * np.pi),
+                cmap="hsv",
+                clim=(0.0, 2 * np.pi),
+                angles="xy",
+                scale_units="xy",
+                scale=1.0 / arrow,
+                width=0.006,
+            )
+        if size is not None:
+            ax.set_xlim(0.0, float(size))
+            ax.set_ylim(0.0, float(size))
+        ax.set_aspect("equal")
+        ax.set_title(titles[p])
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
 # ----------------------------------------------------------------------------- run directories
 
 
@@ -419,6 +639,33 @@ def _final_scores(runs: Sequence[RunData]) -> dict[str, dict[str, list[float]]]:
     return out
 
 
+def _social_curves(runs: Sequence[RunData]) -> tuple[dict, np.ndarray] | None:
+    """`({label: {"social/<name>": [S, U]}}, steps [U])` when every run logged social metrics.
+
+    None (nothing to draw) when some run has no `"social/*"` metric in `metrics.npz`, or when
+    the runs' update steps differ (a warning says so).
+    """
+    curves: dict[str, dict[str, np.ndarray]] = {}
+    steps = runs[0].env_steps
+    several_envs = len({run.env for run in runs}) > 1
+    for run in runs:
+        with np.load(run.run_dir / "metrics.npz") as m:
+            social = {k: np.asarray(m[k], np.float64) for k in m.files if k.startswith("social/")}
+        if not social:
+            return None
+        if not np.array_equal(run.env_steps, steps):
+            warnings.warn(
+                f"{run.run_dir}: update steps differ from {runs[0].run_dir}; social-metric "
+                "curves are skipped",
+                stacklevel=3,
+            )
+            return None
+        for g, label in enumerate(run.labels):
+            name = _unique(f"{label} ({run.env})" if several_envs else label, curves)
+            curves[name] = {k: v[g] for k, v in social.items()}
+    return curves, steps
+
+
 def plot_runs(
     run_dirs: Sequence[PathLike],
     out_dir: PathLike,
@@ -428,7 +675,9 @@ def plot_runs(
 ) -> list[Path]:
     """Write every figure that a set of run directories supports.
 
-    Always `learning_curves.png` (mean over seeds with bootstrap bands). When there are at
+    Always `learning_curves.png` (mean over seeds with bootstrap bands); `social_metrics.png`
+    (`plot_social_metrics`) when every run logged `"social/*"` metrics (an env wrapped in
+    `SocialMetrics`) over the same update steps. When there are at
     least two seeds per algorithm and every algorithm ran on the same environments (tasks):
     `aggregate_metrics.png` (median, IQM, mean of final returns with stratified-bootstrap CIs;
     the optimality gap is left out because raw returns have no natural threshold) and
@@ -462,6 +711,19 @@ def plot_runs(
             confidence=confidence,
         )
     ]
+    social = _social_curves(runs)
+    if social is not None:
+        curves, steps = social
+        written.append(
+            plot_social_metrics(
+                curves,
+                steps,
+                out_dir / "social_metrics.png",
+                key=jax.random.fold_in(key_curves, 1),
+                num_resamples=num_resamples,
+                confidence=confidence,
+            )
+        )
     finals = _final_scores(runs)
     task_sets = {label: tuple(sorted(per_env)) for label, per_env in finals.items()}
     if len(set(task_sets.values())) > 1:
@@ -518,3 +780,68 @@ def plot_runs(
             plot_probability_of_improvement(poi, out_dir / "probability_of_improvement.png")
         )
     return written
+
+
+def plot_dag(
+    edge_probs: Any,
+    path: PathLike,
+    titles: Sequence[str] | None = None,
+    min_prob: float = 0.05,
+    suptitle: str | None = None,
+) -> Path:
+    """Draw (learned) DAGs over agents, one panel per context.
+
+    Agents sit on a circle; an arrow `j -> i` is drawn with opacity and width proportional to its
+    probability `edge_probs[..., i, j]` (parent masks of 0/1 draw a plain graph). Used for the
+    context-aware graphs of `marljax.agents.bn` (Chen et al. 2023, "Context-Aware Bayesian
+    Network Actor-Critic Methods for Cooperative MARL").
+
+    Args:
+      edge_probs: `[A, A]` or `[C, A, A]` probabilities (or 0/1 masks) of `j -> i` at `[i, j]`.
+      path: PNG file to write.
+      titles: one title per context (default "context c").
+      min_prob: edges below this probability are not drawn.
+      suptitle: optional figure title.
+
+    Returns:
+      The path written.
+    """
+    probs = np.asarray(edge_probs, np.float64)
+    if probs.ndim == 2:
+        probs = probs[None]
+    if probs.ndim != 3 or probs.shape[1] != probs.shape[2]:
+        raise ValueError(f"edge_probs must be [A, A] or [C, A, A], got {np.shape(edge_probs)}")
+    if not np.all(np.isfinite(probs)) or probs.min() < 0 or probs.max() > 1:
+        raise ValueError("edge_probs must be probabilities in [0, 1]")
+    C, A = probs.shape[:2]
+    if titles is not None and len(titles) != C:
+        raise ValueError(f"got {len(titles)} titles for {C} contexts")
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, C, figsize=(3.2 * C, 3.4), squeeze=False)
+    angle = np.pi / 2 - 2 * np.pi * np.arange(A) / A
+    xy = np.stack([np.cos(angle), np.sin(angle)], -1)
+    for c, ax in enumerate(axes[0]):
+        for i in range(A):
+            for j in range(A):
+                p = probs[c, i, j]
+                if i == j or p < min_prob:
+                    continue
+                ax.annotate(
+                    "",
+                    xy=xy[i] * 0.86 + xy[j] * 0.14,
+                    xytext=xy[j] * 0.86 + xy[i] * 0.14,
+                    arrowprops={"arrowstyle": "-|>", "lw": 0.5 + 2.5 * p, "alpha": float(p)},
+                )
+        ax.scatter(xy[:, 0], xy[:, 1], s=420, c="white", edgecolors="black", zorder=3)
+        for a in range(A):
+            ax.text(xy[a, 0], xy[a, 1], str(a), ha="center", va="center", zorder=4)
+        density = probs[c][~np.eye(A, dtype=bool)].sum() / max(A * (A - 1) / 2, 1)
+        ax.set_title(titles[c] if titles is not None else f"context {c}", fontsize=9)
+        ax.text(0, -1.35, f"expected density {density:.2f}", ha="center", fontsize=8)
+        ax.set_xlim(-1.4, 1.4)
+        ax.set_ylim(-1.5, 1.3)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return _save(fig, path)
