@@ -38,9 +38,6 @@ def main(argv: list[str] | None = None) -> None:
     exp = Experiment(
         algo="mappo",
         env="particle/simple_spread-v0",
-        # MPE has no agent speed limit (params.max_speed = inf), but the experiment runner
-        # rejects non-finite env params; a limit of 1e6 is never reached, so it is the same task.
-        env_kwargs={"max_speed": 1e6},
         seeds=args.seeds,
         train=TrainConfig(num_envs=64, rollout_len=25, total_env_steps=args.steps),
         agent={"hidden_sizes": (64, 64), "num_epochs": 4, "num_minibatches": 4},
