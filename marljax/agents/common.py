@@ -20,10 +20,31 @@ Array = jax.Array
 PARAMETER_MODES = ("shared", "shared_id", "independent")
 
 
+def check_choice(name: str, value: Any, choices: tuple) -> None:
+    """Raise a clear `ValueError` naming `name` when `value` is not one of `choices`."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
 def check_parameter_mode(mode: str) -> None:
     """Raise a clear `ValueError` for an unknown parameter mode."""
-    if mode not in PARAMETER_MODES:
-        raise ValueError(f"parameter_mode must be one of {PARAMETER_MODES}, got {mode!r}")
+    check_choice("parameter_mode", mode, PARAMETER_MODES)
+
+
+def lookup_preset(presets: dict[str, tuple], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`(config overrides, hparams values)` of a named published configuration.
+
+    Args:
+      presets: `{name: (config overrides, hparams values, source)}` (an agent's `PRESETS`).
+      name: the preset.
+
+    Raises:
+      KeyError: an unknown name, listing the available ones.
+    """
+    if name not in presets:
+        raise KeyError(f"Unknown preset {name!r}; available: {sorted(presets)}")
+    config, hparams, _ = presets[name]
+    return dict(config), dict(hparams)
 
 
 def agent_inputs(x: Array, feature_rank: int, num_agents: int, add_id: bool) -> Array:
@@ -100,6 +121,8 @@ __all__ = [
     "agent_inputs",
     "apply_over_agents",
     "broadcast_to_agents",
+    "check_choice",
     "check_parameter_mode",
     "init_per_agent",
+    "lookup_preset",
 ]

@@ -89,7 +89,7 @@ class PPOConfig:
     graph_anneal_updates: int = 0
 
     def __post_init__(self):
-        _check_choice("critic_input", self.critic_input, ("local", "global"))
+        common.check_choice("critic_input", self.critic_input, ("local", "global"))
         common.check_parameter_mode(self.parameter_mode)
         for name in ("num_epochs", "num_minibatches", "gru_size"):
             if int(getattr(self, name)) < 1:
@@ -99,7 +99,7 @@ class PPOConfig:
                 f"PPOConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
             )
         if isinstance(self.graph, str):
-            _check_choice("graph", self.graph, GRAPHS)
+            common.check_choice("graph", self.graph, GRAPHS)
         else:
             try:  # a user-given parent mask: malformed masks and cycles fail here
                 bn.graph_from_parents(self.graph)
@@ -158,11 +158,6 @@ class PPOCarry:
 
     actor: Array
     critic: Array
-
-
-def _check_choice(name: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 class _Net(nn.Module):

@@ -271,15 +271,12 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
 
 def preset(name: str) -> tuple[dict[str, Any], QHParams]:
     """A published configuration: `(QConfig overrides, QHParams)`; see `PRESETS`."""
-    if name not in PRESETS:
-        raise KeyError(f"Unknown preset {name!r}; available: {sorted(PRESETS)}")
-    cfg, hp, _ = PRESETS[name]
-    return dict(cfg), QHParams(**hp)
+    config, values = common.lookup_preset(PRESETS, name)
+    return config, QHParams(**values)
 
 
 def _choice(name: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        raise ValueError(f"QConfig.{name} must be one of {choices}, got {value!r}")
+    common.check_choice(f"QConfig.{name}", value, choices)
 
 
 class QNetwork(nn.Module):

@@ -226,15 +226,12 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
 
 def preset(name: str) -> tuple[dict[str, Any], SACHParams]:
     """A published configuration: `(SACConfig overrides, SACHParams)`; see `PRESETS`."""
-    if name not in PRESETS:
-        raise KeyError(f"Unknown preset {name!r}; available: {sorted(PRESETS)}")
-    cfg, hp, _ = PRESETS[name]
-    return dict(cfg), SACHParams(**hp)
+    config, values = common.lookup_preset(PRESETS, name)
+    return config, SACHParams(**values)
 
 
 def _choice(name: str, value: Any, choices: tuple) -> None:
-    if value not in choices:
-        raise ValueError(f"SACConfig.{name} must be one of {choices}, got {value!r}")
+    common.check_choice(f"SACConfig.{name}", value, choices)
 
 
 # ----------------------------------------------------------------------------- pure pieces
