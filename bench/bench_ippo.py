@@ -27,7 +27,16 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from harness import Options, Result, case, jaxmarl_baseline, main_with_steps, notes_table, timed
+from harness import (
+    Options,
+    Result,
+    case,
+    jaxmarl_baseline,
+    main_with_steps,
+    marljax_training,
+    notes_table,
+    timed,
+)
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
@@ -64,17 +73,7 @@ def marljax_ippo(opts: Options) -> list[Result]:
     )
     hp = PPOHParams(lr=2.5e-4, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
     trainer = make_train(config, env, agent, params)
-    t = timed(trainer.train, jax.random.PRNGKey(0), hp, repeats=1, first_call=False)
-    _, metrics = t.output
-    ret = float(np.asarray(metrics["episode_return"])[-1]) * env.num_agents
-    return [
-        t.result(
-            _task(steps),
-            "marljax",
-            config.num_updates * config.steps_per_update,
-            notes={"final_return": ret, "num_updates": config.num_updates},
-        )
-    ]
+    return marljax_training(trainer, hp, _task(steps))
 
 
 @case("ippo_mpe/jaxmarl")

@@ -322,6 +322,26 @@ def jaxmarl_baseline(folder: str, module: str, config_files: Sequence[str]) -> t
     return mod, config
 
 
+def marljax_training(trainer: Any, hparams: Any, task: str) -> list[Result]:
+    """Time marljax's fused training program (`trainer.train`, compile apart) as one `Result`.
+
+    The final return noted is the last update's training-episode return summed over agents
+    (the per-agent mean times the number of agents), as the JaxMARL training benchmarks report.
+    """
+    t = timed(trainer.train, jax.random.PRNGKey(0), hparams, repeats=1, first_call=False)
+    _, metrics = t.output
+    ret = float(np.asarray(metrics["episode_return"])[-1]) * trainer.env.num_agents
+    config = trainer.config
+    return [
+        t.result(
+            task,
+            "marljax",
+            config.num_updates * config.steps_per_update,
+            notes={"final_return": ret, "num_updates": config.num_updates},
+        )
+    ]
+
+
 def parse_jaxmarl_src(argv: list[str]) -> list[str]:
     """Take `--jaxmarl-src PATH` out of `argv` (into `JAXMARL_SRC`); returns the rest."""
     pre = argparse.ArgumentParser(add_help=False)
