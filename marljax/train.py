@@ -121,8 +121,8 @@ def make_train(
       env_params: default env params (may be overridden per call, e.g. to sweep a game family).
       axis_names: names of the `vmap` axes the run will be mapped over (`sweep` and `batched`
         set them). The environments auto-reset only on steps where an episode ended in SOME run
-        of the whole batch; naming the axes keeps that a real branch under `vmap`. Without
-        names, a user's own `vmap(train)` is still correct, it just pays for a reset each step.
+        of the whole batch; that stays a real branch under any `vmap`, named or not (a user's own
+        `vmap(train)` included, see `marljax.core.wrappers.any_across_vmap`).
 
     Returns:
       A `Trainer`.

@@ -78,11 +78,27 @@ def test_resets_run_only_when_an_episode_ends_even_inside_a_sweep():
     # The (batched) reset executes once at init and once per episode end for the whole
     # 2 hparams x 2 seeds x 2 envs batch: the branch is real inside the sweep's named vmaps.
     assert _CountedResets.calls == 1 + episode_ends, _CountedResets.calls
-    # Contrast: a plain, unnamed vmap over seeds turns the branch into a select that executes the
-    # reset on every one of the 16 steps (still correct, just slower).
+    # A plain, unnamed vmap over seeds (a user's own `vmap(trainer.train)`) keeps the branch real
+    # too: the predicate is reduced over every vmap axis by `any_across_vmap`'s batching rule.
     _CountedResets.calls = 0
     jax.block_until_ready(jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams()))
-    assert _CountedResets.calls == 1 + 16, _CountedResets.calls
+    assert _CountedResets.calls == 1 + episode_ends, _CountedResets.calls
+
+
+def test_any_across_vmap_reduces_over_every_vmap_axis():
+    from marljax.core.wrappers import any_across_vmap
+
+    x = jnp.array([[[-1.0, -2.0], [-3.0, -4.0]], [[-5.0, -6.0], [-7.0, 8.0]]])  # one positive
+
+    def f(v):  # a branch on "any element anywhere in the batch is positive"
+        return jax.lax.cond(any_across_vmap(v > 0), lambda: v + 100.0, lambda: v)
+
+    out = jax.jit(jax.vmap(jax.vmap(jax.vmap(f))))(x)
+    np.testing.assert_array_equal(out, x + 100.0)  # every element saw the one positive
+    np.testing.assert_array_equal(jax.vmap(f)(x[0, 0]), x[0, 0])  # none positive: no branch
+    assert bool(any_across_vmap(jnp.bool_(True))) and not bool(any_across_vmap(jnp.bool_(False)))
+    jaxpr = jax.make_jaxpr(jax.vmap(jax.vmap(f)))(x[0])
+    assert "cond[" in str(jaxpr) and "select_n" not in str(jaxpr)  # still a real branch
 
 
 def test_runner_reports_namespaced_episode_metrics():

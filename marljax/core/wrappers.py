@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from jax.custom_batching import custom_vmap
 
 from marljax.core import spaces
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
@@ -155,16 +156,36 @@ class EpisodeStats(Wrapper):
         return new, self._add(ts, jnp.where(done, ret, 0.0), jnp.where(done, length, 0))
 
 
+@custom_vmap
+def any_across_vmap(pred: Array) -> Array:
+    """`pred` (a scalar bool), reduced with "any" over every enclosing `vmap` axis.
+
+    Outside `vmap` it is the identity. Under `vmap` (any depth, named or not) its batching rule
+    reduces over the mapped axis and returns an UNBATCHED value, so a `lax.cond` on it stays a real
+    branch instead of becoming a select that runs both branches (e.g. a reset on every step).
+    """
+    return pred
+
+
+@any_across_vmap.def_vmap
+def _any_across_vmap_rule(axis_size, in_batched, pred):
+    del axis_size
+    if in_batched[0]:
+        pred = jnp.any(pred, axis=0)
+    return any_across_vmap(pred), False  # the call again: reduces over outer vmap axes too
+
+
 class BatchedAutoReset:
     """Auto-reset for a batch of `E` environments that pays for resets only when an episode ends.
 
     `AutoReset` decides per environment with a `lax.cond`, which `vmap` turns into a select: the
     reset (e.g. generating a new map) then runs on EVERY step. This batch-level version steps all
     `E` environments, then runs ONE `lax.cond` on "did any environment end?" and only then resets
-    and selects the ended ones. The predicate is also reduced over the named `vmap` axes in
-    `axis_names` (e.g. the seeds and hparams of a sweep, see `marljax.train.sweep`), so it stays a
-    real branch in a whole sweep. With synchronised fixed-length episodes (the common case) no
-    step but the last of an episode pays for a reset. Results are identical to `vmap(AutoReset)`.
+    and selects the ended ones. The predicate is reduced over every enclosing `vmap` axis
+    (`any_across_vmap`: seeds and hparams of a sweep, or a user's own `vmap(trainer.train)`), so it
+    stays a real branch in a whole sweep. With synchronised fixed-length episodes (the common case)
+    no step but the last of an episode pays for a reset. Results are identical to
+    `vmap(AutoReset)`.
 
     Same conventions as `AutoReset`: after an ended episode, `obs`, `global_state` and
     `action_mask` are the new episode's; the final ones are in `extras["final_obs"]`,
@@ -172,7 +193,8 @@ class BatchedAutoReset:
 
     Args:
       env: a per-environment `Environment` (wrappers such as `EpisodeStats` go inside).
-      axis_names: names of enclosing `vmap` axes to reduce the "any ended" predicate over.
+      axis_names: names of enclosing mapped axes to also `psum` the predicate over (not needed
+        for `vmap`; kept for collectives over named axes such as `shard_map`'s).
     """
 
     def __init__(self, env: Environment, axis_names: tuple[str, ...] = ()):
@@ -193,7 +215,7 @@ class BatchedAutoReset:
             key_step, states, actions, params
         )
         done = ts_st.done  # [E]
-        any_done = jnp.any(done)
+        any_done = any_across_vmap(jnp.any(done))
         if self.axis_names:
             any_done = jax.lax.psum(any_done.astype(jnp.int32), self.axis_names) > 0
 
