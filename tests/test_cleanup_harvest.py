@@ -129,6 +129,12 @@ def test_registered_ids_and_defaults():
     assert env.observation_space(params).shape == (15, 15, 7)
     for eid in ("social/harvest_small-v0", "social/cleanup_small-v0"):
         assert eid in marljax.registered_envs()
+    # The storm_2p-sized layouts of the benchmark: 8 x 8 inside the walls, 4 spawn points.
+    for eid, apples in (("social/harvest_small-v0", 20), ("social/cleanup_small-v0", 16)):
+        env, params = marljax.make(eid, layout="tiny", num_agents=2, view_radius=2)
+        assert env.grid_shape == (10, 10) and int((~params.walls).sum()) == 64
+        assert int(params.spawn.sum()) == 4 and int(params.apple_cells.sum()) == apples
+        assert env.observation_space(params).shape == (5, 5, 7)
 
 
 # ---------------------------------------------------------------------------------- movement
@@ -424,3 +430,45 @@ def test_validate_params_names_impossible_values():
         env.validate_params(params.replace(regrowth_probs=jnp.array([0.0, 0.1, 0.2, 2.0])))
     with pytest.raises(ValueError, match="spawn has 0 cells for 3 agents"):
         env.validate_params(params.replace(spawn=jnp.zeros_like(params.spawn)))
+
+
+# ---------------------------------------------------------------------------- fast engine parts
+
+
+def test_packed_windows_equal_the_gathered_views():
+    """`egocentric_windows` on bit-packed planes = `egocentric_views` on the stacked planes."""
+    rng = np.random.default_rng(0)
+    planes = rng.random((7, 6, 9)) < 0.4  # 7 random channels on a 6 x 9 map
+    pos = jnp.asarray([(0, 0), (5, 8), (2, 4), (3, 1), (1, 7), (4, 4), (0, 5), (5, 0)], jnp.int32)
+    orient = jnp.asarray([N, E, S, W, N, E, S, W], jnp.int32)  # every orientation, map corners
+    outside = np.array([1, 0, 0, 0, 0, 0, 1], np.uint8)
+    gathered = eng.egocentric_views(
+        jnp.asarray(planes.transpose(1, 2, 0), jnp.uint8), pos, orient, eng.view_offsets(3),
+        jnp.asarray(outside),
+    )  # fmt: skip
+    codes = eng.pack_planes([jnp.asarray(p) for p in planes])
+    windows = eng.egocentric_windows(codes, pos, orient, 3, outside=0b1000001)
+    np.testing.assert_array_equal(eng.unpack_bits(windows, 7), gathered)
+    with pytest.raises(ValueError, match="1 to 8 planes"):
+        eng.pack_planes([jnp.zeros((2, 2), bool)] * 9)
+
+
+def test_cell_uniform_is_uniform_independent_and_keyed():
+    keys = jax.random.split(jax.random.PRNGKey(0), 256)
+    u = np.asarray(jax.vmap(lambda k: eng.cell_uniform(k, (16, 38)))(keys))  # 155,648 draws
+    assert u.dtype == np.float32 and u.min() >= 0.0 and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.003 and abs(u.var() - 1 / 12) < 0.002
+    for p in (0.005, 0.05):  # the regrowth-sized Bernoulli rates come out right (~6 sigma)
+        assert abs((u < p).mean() - p) < 6 * np.sqrt(p * (1 - p) / u.size)
+    flat = u.reshape(256, -1)
+    for a, b in ((flat[:, :-1], flat[:, 1:]), (flat[:-1], flat[1:])):  # neighbours, keys
+        assert abs(np.corrcoef(a.ravel(), b.ravel())[0, 1]) < 0.01
+    again = eng.cell_uniform(keys[3], (16, 38))
+    np.testing.assert_array_equal(again, u[3])
+    assert len(np.unique(flat, axis=0)) == 256
+
+
+def test_first_argmax_matches_argmax_with_ties():
+    x = jnp.asarray([0.3, 0.9, -1.0, 0.9, 0.1])
+    assert int(eng.first_argmax(x)) == int(jnp.argmax(x)) == 1
+    assert int(eng.first_argmax(jnp.full((4,), -1.0))) == 0

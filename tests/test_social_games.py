@@ -33,6 +33,8 @@ MY_IDS = [
     "social/public_goods-v0",
     "social/public_goods_continuous-v0",
     "social/public_goods_punishment-v0",
+    "social/public_goods_punishment_2stage-v0",
+    "social/public_goods_third_party_2stage-v0",
     "social/public_goods_third_party-v0",
     "social/public_goods_reputation-v0",
     "social/ipd_partner_selection-v0",
@@ -294,6 +296,82 @@ def test_third_party_punishment():
     np.testing.assert_array_equal(ts.extras["cooperated"], [True, False, False])
     # The observer sees the global state; players see their own observation.
     assert float(ts.obs[2, 4:8].sum()) > 0 and float(ts.obs[0, 4:8].sum()) == 0
+
+
+def test_direct_punishment_two_stage():
+    """Fehr & Gaechter rounds: contribute (targets masked), see the round, punish (inner masked)."""
+    env, params = marljax.make(
+        "social/public_goods_punishment_2stage-v0", num_agents=3, num_rounds=2
+    )
+    N, K = 5, 4  # 5 contribution levels; punish 0, 1, 2 or nobody (3)
+    step = jax.jit(env.step)
+    state, ts = env.reset(KEY, params)
+    mask = np.asarray(ts.action_mask).reshape(3, N, K)
+    assert mask[:, :, 3].all() and not mask[:, :, :3].any()  # contribution step: nobody only
+    D = PublicGoods(3).observation_space(params).flat_dim  # the inner observation
+    assert ts.obs.shape == (3, D + 2 * 3 + 3 * N + 1) and float(ts.obs[:, -1].sum()) == 0.0
+    # Contribution step: agent 0 gives everything (level 4), 1 and 2 nothing; agent 2's target
+    # (agent 1) is not executed on this step.
+    state, ts = step(KEY, state, jnp.array([4 * K + 3, 0 * K + 3, 0 * K + 1]), params)
+    share = 1.6 * 10.0 / 3
+    np.testing.assert_allclose(ts.reward, [share, 10.0 + share, 10.0 + share], rtol=1e-6)
+    assert not ts.extras["punished"].any() and not bool(ts.terminated | ts.truncated)
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, False, False])
+    # The punishment step's observation shows this round's contributions (egocentric) + flag.
+    np.testing.assert_allclose(ts.obs[:, -1], 1.0)
+    tail = np.asarray(ts.obs[1, -(3 * N + 1) : -1]).reshape(3, N)  # agents 1, 2, 0
+    np.testing.assert_array_equal(tail.argmax(-1), [0, 0, 4])
+    mask = np.asarray(ts.action_mask).reshape(3, N, K)
+    assert mask[:, 0].sum() == 3 * 3 and not mask[:, 1:].any()  # inner action 0 only
+    assert not mask[0, 0, 0] and not mask[1, 0, 1] and mask[1, 0, 0] and mask[1, 0, 3]
+    # Punishment step: agents 0 and 2 punish agent 1; the inner parts (levels 4, 4, 2) are
+    # ignored and the inner game does not move.
+    inner_before = state.inner
+    state, ts = step(KEY, state, jnp.array([4 * K + 1, 4 * K + 3, 2 * K + 1]), params)
+    np.testing.assert_allclose(ts.reward, [-1.0, -6.0, -1.0])
+    np.testing.assert_array_equal(ts.extras["punished"], [False, True, False])
+    np.testing.assert_array_equal(ts.extras["punishing"], [True, False, True])
+    assert not ts.extras["cooperated"].any()  # no inner choice on a punishment step
+    assert int(state.inner.t) == int(inner_before.t) == 1
+    assert float(ts.obs[1, D]) == 1.0 and float(ts.obs[:, -1].sum()) == 0.0
+    assert not bool(ts.terminated)
+    # Round 2: the episode (2 rounds) ends on its punishment step, not on the contribution.
+    state, ts = step(KEY, state, jnp.array([3, 3, 3]), params)
+    assert not bool(ts.terminated) and not bool(ts.truncated)
+    state, ts = step(KEY, state, jnp.array([3, 3, 3]), params)
+    assert bool(ts.terminated) and float(jnp.abs(ts.reward).sum()) == 0.0
+    # max_steps counts env steps: a limit of 3 cuts round 2 after its contribution step.
+    p3 = params.replace(max_steps=3, num_rounds=10)
+    s, _ = env.reset(KEY, p3)
+    flags = []
+    for _ in range(3):
+        s, t = step(KEY, s, jnp.array([3, 3, 3]), p3)
+        flags.append(bool(t.truncated))
+    assert flags == [False, False, True]
+
+
+def test_third_party_punishment_two_stage():
+    env, params = marljax.make("social/public_goods_third_party_2stage-v0", num_agents=2)
+    N, K = 5, 3  # punish player 0, player 1, or nobody (2)
+    state, ts = env.reset(KEY, params)
+    mask = np.asarray(ts.action_mask).reshape(3, N, K)
+    assert mask[:2, :, 2].all() and not mask[:, :, :2].any()  # play step: nobody punishes
+    assert mask[2, 0, 2] and not mask[2, 1:].any()  # the observer waits (inner 0, nobody)
+    # Play step: player 0 gives everything, player 1 nothing; the observer's target is ignored.
+    state, ts = env.step(KEY, state, jnp.array([4 * K + 2, 0 * K + 2, 0 * K + 1]), params)
+    np.testing.assert_allclose(ts.reward, [8.0, 18.0, 0.0], rtol=1e-6)
+    assert not ts.extras["punished"].any()
+    # The observer now sees both players' contributions, and may punish.
+    seen = np.asarray(ts.obs[2, -(2 * N + 1) : -1]).reshape(2, N)
+    np.testing.assert_array_equal(seen.argmax(-1), [4, 0])
+    mask = np.asarray(ts.action_mask).reshape(3, N, K)
+    assert mask[2, 0].all() and not mask[2, 1:].any()
+    assert mask[:2, 0, 2].all() and not mask[:2, 0, :2].any() and not mask[:2, 1:].any()
+    state, ts = env.step(KEY, state, jnp.array([4 * K + 2, 2, 0 * K + 1]), params)
+    np.testing.assert_allclose(ts.reward, [0.0, -3.0, -1.0])
+    np.testing.assert_array_equal(ts.extras["punished"], [False, True, False])
+    np.testing.assert_array_equal(ts.extras["punishing"], [False, False, True])
+    assert int(state.inner.t) == 1
 
 
 def test_partner_selection_prisoners_dilemma():

@@ -38,6 +38,7 @@ from marljax.envs.social.mechanisms import (
     Reputation,
     ReputationState,
     ThirdPartyPunishment,
+    TwoStagePunishmentState,
     extend_params,
 )
 from marljax.envs.social.public_goods import (
@@ -49,17 +50,27 @@ from marljax.envs.social.public_goods import (
 
 
 def make_public_goods_punishment(
-    num_agents: int = 4, continuous: bool = False, num_levels: int = 5
+    num_agents: int = 4, continuous: bool = False, num_levels: int = 5, two_stage: bool = False
 ) -> Environment:
-    """`DirectPunishment(PublicGoods(...))`: the public goods game with peer punishment."""
-    return DirectPunishment(PublicGoods(num_agents, continuous, num_levels))
+    """`DirectPunishment(PublicGoods(...))`: the public goods game with peer punishment.
+
+    `two_stage=True`: each round is a contribution step then a punishment step (Fehr &
+    Gaechter 2000); see `DirectPunishment`.
+    """
+    return DirectPunishment(PublicGoods(num_agents, continuous, num_levels), two_stage=two_stage)
 
 
 def make_public_goods_third_party(
-    num_agents: int = 3, num_observers: int = 1, num_levels: int = 5
+    num_agents: int = 3, num_observers: int = 1, num_levels: int = 5, two_stage: bool = False
 ) -> Environment:
-    """`ThirdPartyPunishment(PublicGoods(...), num_observers)`: observers may punish players."""
-    return ThirdPartyPunishment(PublicGoods(num_agents, False, num_levels), num_observers)
+    """`ThirdPartyPunishment(PublicGoods(...), num_observers)`: observers may punish players.
+
+    `two_stage=True`: each round is a play step then a punishment step; see
+    `ThirdPartyPunishment`.
+    """
+    return ThirdPartyPunishment(
+        PublicGoods(num_agents, False, num_levels), num_observers, two_stage=two_stage
+    )
 
 
 def make_public_goods_reputation(num_agents: int = 4, num_levels: int = 5) -> Environment:
@@ -117,6 +128,18 @@ def _register_all() -> None:
         description="Repeated public goods game with direct (peer) punishment",
     )
     register(
+        "social/public_goods_punishment_2stage-v0",
+        make_public_goods_punishment,
+        kwargs={"two_stage": True},
+        description="Public goods with peer punishment in two stages: contribute, see, punish",
+    )
+    register(
+        "social/public_goods_third_party_2stage-v0",
+        make_public_goods_third_party,
+        kwargs={"two_stage": True},
+        description="Public goods, 3 players + 1 third-party punisher, two stages per round",
+    )
+    register(
         "social/public_goods_third_party-v0",
         make_public_goods_third_party,
         description="Repeated public goods game, 3 players + 1 third-party punisher",
@@ -162,6 +185,7 @@ __all__ = [
     "Reputation",
     "ReputationState",
     "ThirdPartyPunishment",
+    "TwoStagePunishmentState",
     "check_param",
     "extend_params",
     "make_partner_selection",

@@ -17,6 +17,14 @@ Importing this module registers `social/harvest-v0`, `social/harvest_small-v0`,
     env, params = marljax.make("social/harvest-v0")                     # SSD map, 5 agents
     env, params = marljax.make("social/cleanup_small-v0", view_radius=2, tag_timeout=10)
 
+Layouts: `"large"` (the SSD maps), `"small"` and `"tiny"` (10 x 10, the size of JaxMARL's
+`storm_2p` grid), e.g. `marljax.make("social/harvest_small-v0", layout="tiny", num_agents=2,
+view_radius=2)`, or any ASCII map.
+
+Random numbers: the per-cell draws (apple regrowth, waste, spawn order) use the engine's keyed
+hash `ssd_engine.cell_uniform` (much cheaper on CPU than `jax.random.uniform` per cell); a fixed
+key still gives a fixed trajectory, but not the same one as versions before this change.
+
 Static (shape-determining) options are the constructor arguments `layout`, `num_agents`,
 `view_radius` and `max_beam_length` (the bound of `params.beam_length`); everything else, the
 map arrays included, is a traced field of the params, so a batch of maps of the same shape or a
@@ -300,12 +308,6 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
         self.num_agents = int(num_agents)
         self.view_radius = int(view_radius)
         self.grid_shape = self._masks["P"].shape
-        self._offsets = engine.view_offsets(self.view_radius)
-        v, r = 2 * self.view_radius + 1, self.view_radius
-        self._keep = np.ones((v, v, NUM_CHANNELS), np.uint8)
-        self._keep[r, r, OTHERS] = 0
-        self._self_plane = np.zeros((v, v, NUM_CHANNELS), np.uint8)
-        self._self_plane[r, r, SELF] = 1
         self.max_beam_length = int(max_beam_length)
         self._layout = layout if isinstance(layout, str) else "custom"
 
@@ -492,15 +494,23 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
         planes = jnp.stack(
             [params.walls, state.apples, state.waste, water, state.beams], axis=-1
         ).astype(jnp.uint8)  # [H, W, 5]: wall, apple, waste, water, beam
-        agents = jnp.max(agent_planes, axis=-1, keepdims=True)
-        empty = jnp.zeros((H, W, 1), jnp.uint8)
-        features = jnp.concatenate(
-            [planes[..., :4], agents, empty, planes[..., 4:]], axis=-1
-        )  # [H, W, 7] in channel order
-        outside = jnp.array([1, 0, 0, 0, 0, 0, 0], jnp.uint8)
-        views = engine.egocentric_views(features, state.pos, state.orient, self._offsets, outside)
-        # The agents channel holds the agent itself at the centre: move it to the self channel.
-        obs = jnp.where(active[:, None, None, None], views * self._keep + self._self_plane, 0)
+        # The observation channels packed one bit each into a uint8 grid (bit c = channel c;
+        # the self channel is empty on the map), windowed, then unpacked: one V x V slice per
+        # agent instead of V x V x 7 scattered reads.
+        occupied = engine.occupancy(state.pos, active, (H, W)) >= 0
+        empty = jnp.zeros((H, W), bool)
+        codes = engine.pack_planes(
+            [params.walls, state.apples, state.waste, water, occupied, empty, state.beams]
+        )
+        views = engine.egocentric_windows(
+            codes, state.pos, state.orient, self.view_radius, outside=1 << WALL
+        )  # [A, V, V]
+        # The agents bit at the centre is the agent itself: move it to the self bit.
+        r = self.view_radius
+        centre = (views[:, r, r] & jnp.uint8(~(1 << OTHERS) & 0xFF)) | jnp.uint8(1 << SELF)
+        views = views.at[:, r, r].set(centre)
+        views = jnp.where(active[:, None, None], views, jnp.uint8(0))
+        obs = engine.unpack_bits(views, NUM_CHANNELS)
         mask = jnp.where(
             active[:, None],
             jnp.ones((A, self.num_actions), bool),
@@ -537,8 +547,9 @@ class Harvest(DilemmaGrid):
     See `DilemmaGrid` for observations, the global state and the tagging beam.
 
     Args:
-      layout: `"large"` (the SSD reference's 16 x 38 map), `"small"` (7 x 12) or an ASCII map
-        with characters `@ P A` and space.
+      layout: `"large"` (the SSD reference's 16 x 38 map), `"small"` (7 x 12), `"tiny"` (10 x 10,
+        8 x 8 inside the walls, the size of JaxMARL's `storm_2p` grid) or an ASCII map with
+        characters `@ P A` and space.
       num_agents: number of agents `A` (at most the number of spawn points).
       view_radius: cells seen in each direction (SSD: 7, a 15 x 15 window).
       max_beam_length: static bound on `params.beam_length` (default 5).
@@ -570,7 +581,7 @@ class Harvest(DilemmaGrid):
 
     def _regrow(self, key, apples, waste, occupied, params: HarvestParams):
         prob = harvest_regrowth_probability(apples, params)
-        u = jax.random.uniform(key, self.grid_shape)
+        u = engine.cell_uniform(key, self.grid_shape)
         grow = params.apple_cells & ~apples & ~occupied & (u < prob)
         return apples | grow, waste
 
@@ -588,8 +599,8 @@ class Cleanup(DilemmaGrid):
     global state and the tagging beam.
 
     Args:
-      layout: `"large"` (the SSD reference's 25 x 18 map), `"small"` (7 x 10) or an ASCII map
-        with characters `@ P B H R S` and space.
+      layout: `"large"` (the SSD reference's 25 x 18 map), `"small"` (7 x 10), `"tiny"`
+        (10 x 10) or an ASCII map with characters `@ P B H R S` and space.
       num_agents: number of agents `A` (at most the number of spawn points).
       view_radius: cells seen in each direction (SSD: 7, a 15 x 15 window).
       max_beam_length: static bound on `params.beam_length` (default 5).
@@ -651,13 +662,15 @@ class Cleanup(DilemmaGrid):
     def _regrow(self, key, apples, waste, occupied, params: CleanupParams):
         key_apple, key_pick, key_waste = jax.random.split(key, 3)
         apple_prob, waste_prob = cleanup_spawn_probabilities(waste, params)
-        u = jax.random.uniform(key_apple, self.grid_shape)
+        u = engine.cell_uniform(key_apple, self.grid_shape)
         apples = apples | (params.apple_cells & ~apples & ~occupied & (u < apple_prob))
         # At most one waste cell per step: trying the n clean river cells in random order with
         # probability p each adds one with probability 1 - (1 - p)^n, uniformly among them.
         clean = (params.river & ~waste).reshape(-1)
         n = jnp.sum(clean)
-        pick = jnp.argmax(jnp.where(clean, jax.random.uniform(key_pick, clean.shape), -1.0))
+        pick = engine.first_argmax(
+            jnp.where(clean, engine.cell_uniform(key_pick, clean.shape), -1.0)
+        )
         p_any = 1.0 - (1.0 - waste_prob) ** n
         add = (n > 0) & (jax.random.uniform(key_waste) < p_any)
         waste = (

@@ -10,8 +10,17 @@ Extended discrete actions are flat: an agent's action `a` in `Discrete(N * K)` i
 `(a // K, a % K)` = (inner action, mechanism choice), and the action mask is the outer product of
 the inner mask and the mechanism's mask, so every agent in marljax (masked categorical policies)
 can learn both at once. Wrapped observations are flattened, with the mechanism's information
-appended. Punishment is decided on the same step as the inner action, from the previous step's
-observations (a one-step-delayed second stage).
+appended.
+
+Punishment timing. By default (`two_stage=False`) punishment is decided on the same step as the
+inner action, from the previous step's observations (a one-step-delayed second stage). With
+`two_stage=True` (`DirectPunishment`, `ThirdPartyPunishment`) every round is two env steps, as in
+the experiments of Fehr & Gaechter (2000) and the seed paper: a *contribution step*, in which
+only the inner action acts (the punishment part is masked to "nobody"), then a *punishment step*,
+in which the observation shows this round's inner actions and only the punishment part acts
+(the inner action is masked to 0 and ignored; the inner env does not step). The round's inner
+payoff is paid on the contribution step, its punishment costs and fines on the punishment step;
+the inner env's end of episode is reported on the punishment step that closes the round.
 
 Reference for the mechanisms: "Investigating the Impact of Direct Punishment on the Emergence of
 Cooperation in Multi-Agent Reinforcement Learning Systems" (seed paper of this family);
@@ -166,14 +175,160 @@ class _ParamsWrapper(Wrapper):
 
 @struct.dataclass
 class PunishmentState:
-    """State of `DirectPunishment` and `ThirdPartyPunishment`."""
+    """State of `DirectPunishment` and `ThirdPartyPunishment` (one step per round)."""
 
     inner: Any  # the inner env's state
     punished: Array  # [A] float32 punishments each agent received on the last step
     punishing: Array  # [A] float32 punishments each agent gave on the last step
 
 
-class DirectPunishment(_ParamsWrapper):
+#: Kinds of step of a two-stage punishment round (`TwoStagePunishmentState.stage`).
+CONTRIBUTION_STAGE, PUNISHMENT_STAGE = 0, 1
+
+
+@struct.dataclass
+class TwoStagePunishmentState:
+    """State of `DirectPunishment` and `ThirdPartyPunishment` with `two_stage=True`."""
+
+    inner: Any  # the inner env's state (punishment steps leave it unchanged)
+    punished: Array  # [A] float32 punishments received in the last punishment step (0 after
+    #   a contribution step)
+    punishing: Array  # [A] float32 punishments given in the last punishment step
+    stage: Array  # [] int32 kind of the NEXT step: 0 contribution, 1 punishment
+    round_actions: Array  # [P] int32 inner actions of the last contribution step, -1 at reset
+    round_ts: TimeStep  # the inner timestep of the last contribution step (of reset at first)
+    t: Array  # [] int32 env steps taken (two per round)
+
+
+def _unlabelled(extras: dict) -> dict:
+    """Inner extras with the cooperation labels cleared (no inner choice on a punishment step)."""
+    return {
+        k: (jnp.zeros_like(v) if k in ("cooperated", "defected") else v) for k, v in extras.items()
+    }
+
+
+class _Punishment(_ParamsWrapper):
+    """Shared machinery of the punishment wrappers: one-step and two-stage rounds.
+
+    Subclasses set `num_players` (agents of the inner env), `num_choices` (`K`),
+    `num_inner_actions` (`N`), `two_stage`, and implement `_pad` (`[P, ...]` -> `[A, ...]`).
+    """
+
+    num_players: int
+    num_choices: int
+    num_inner_actions: int
+    two_stage: bool = False
+
+    def _pad(self, x: Array) -> Array:
+        return x
+
+    def _clip(self, actions: Array) -> Array:
+        return jnp.clip(
+            jnp.asarray(actions).astype(jnp.int32).reshape(self.num_agents),
+            0,
+            self.num_inner_actions * self.num_choices - 1,
+        )
+
+    def _initial_state(self, inner: Any, ts: TimeStep):
+        zeros = jnp.zeros((self.num_agents,), jnp.float32)
+        if not self.two_stage:
+            return PunishmentState(inner, zeros, zeros)
+        return TwoStagePunishmentState(
+            inner=inner,
+            punished=zeros,
+            punishing=zeros,
+            stage=jnp.int32(CONTRIBUTION_STAGE),
+            round_actions=jnp.full((self.num_players,), -1, jnp.int32),
+            round_ts=ts,
+            t=jnp.int32(0),
+        )
+
+    def _step_rounds(self, key, state, inner_actions, given, received, params):
+        """One env step: `(state, inner timestep to show, [A] reward)`.
+
+        One-step rounds: the inner env steps and punishments apply at once. Two-stage rounds:
+        a contribution step runs the inner env only (its reward is the inner reward, the episode
+        never ends there); a punishment step leaves the inner env alone, applies the
+        punishments and reports the round's end of episode.
+        """
+        if not self.two_stage:
+            inner, ts = self._env.step(key, state.inner, inner_actions, params)
+            reward = (
+                self._pad(ts.reward) - params.punish_cost * given - params.punish_fine * received
+            )
+            return PunishmentState(inner, received, given), ts, reward
+
+        zeros = jnp.zeros((self.num_agents,), jnp.float32)
+
+        def contribute():
+            inner, ts = self._env.step(key, state.inner, inner_actions, params)
+            new = state.replace(
+                inner=inner,
+                punished=zeros,
+                punishing=zeros,
+                stage=jnp.int32(PUNISHMENT_STAGE),
+                round_actions=inner_actions.astype(jnp.int32),
+                round_ts=ts,
+            )
+            shown = ts.replace(terminated=jnp.array(False), truncated=jnp.array(False))
+            return new, shown, self._pad(ts.reward).astype(jnp.float32)
+
+        def punish():
+            new = state.replace(
+                punished=received, punishing=given, stage=jnp.int32(CONTRIBUTION_STAGE)
+            )
+            shown = state.round_ts.replace(extras=_unlabelled(state.round_ts.extras))
+            reward = -params.punish_cost * given - params.punish_fine * received
+            return new, shown, jnp.asarray(reward, jnp.float32)
+
+        state, shown, reward = jax.lax.cond(state.stage == CONTRIBUTION_STAGE, contribute, punish)
+        # `max_steps` counts env steps (two per round), so the time limit can cut a round.
+        t = state.t + 1
+        limit = getattr(params, "max_steps", None)
+        if limit is not None:
+            cut = jnp.logical_and(t >= limit, jnp.logical_not(shown.terminated))
+            shown = shown.replace(truncated=jnp.logical_or(shown.truncated, cut))
+        return state.replace(t=t), shown, reward
+
+    def _round_features(self, state, ego: np.ndarray | None) -> Array:
+        """`[A, P * N + 1]` two-stage observation tail: this round's inner actions, stage flag."""
+        acts = jax.nn.one_hot(state.round_actions, self.num_inner_actions)  # [P, N], 0 at -1
+        if ego is not None:
+            acts = acts[ego].reshape(self.num_agents, -1)  # egocentric order per agent
+        else:
+            acts = jnp.broadcast_to(acts.reshape(-1), (self.num_agents, acts.size))
+        flag = jnp.broadcast_to(
+            (state.stage == PUNISHMENT_STAGE).astype(jnp.float32), (self.num_agents, 1)
+        )
+        return jnp.concatenate([acts, flag], axis=-1)
+
+    def _staged_mask(self, state, contribution_mask: Array, punishment_mask: Array) -> Array:
+        if not self.two_stage:
+            return contribution_mask
+        return jnp.where(state.stage == PUNISHMENT_STAGE, punishment_mask, contribution_mask)
+
+    def _inner_zero_mask(self) -> Array:
+        """`[A, N]` bool: only inner action 0 (what a punishment step's ignored inner part is)."""
+        return jnp.asarray(
+            np.broadcast_to(
+                np.arange(self.num_inner_actions) == 0, (self.num_agents, self.num_inner_actions)
+            )
+        )
+
+    def _nobody_mask(self) -> Array:
+        """`[A, K]` bool: only the last choice, punish nobody."""
+        return jnp.asarray(
+            np.broadcast_to(
+                np.arange(self.num_choices) == self.num_choices - 1,
+                (self.num_agents, self.num_choices),
+            )
+        )
+
+    def _extra_obs(self) -> int:
+        return self.num_players * self.num_inner_actions + 1 if self.two_stage else 0
+
+
+class DirectPunishment(_Punishment):
     """Direct (peer) punishment: pay `punish_cost` to lower another agent's reward by `punish_fine`.
 
     Action: `Discrete(N * (A + 1))`, `a = inner_action * (A + 1) + target`; `target = j < A`
@@ -186,15 +341,31 @@ class DirectPunishment(_ParamsWrapper):
     state: the inner one plus both vectors in agent order. Extras: the inner extras plus
     `"punished"` `[A]` bool (received a punishment this step) and `"punishing"` `[A]` bool.
 
+    Two-stage rounds (`two_stage=True`, Fehr & Gaechter 2000; see the module docstring): each
+    round is a contribution step (targets masked to nobody; reward = inner reward) then a
+    punishment step (inner action masked to 0 and ignored, the inner env does not step;
+    reward = `-punish_cost * [punished someone] - punish_fine * (punishers of i)`). The
+    observation (`[D + 2A + A*N + 1]`) adds this round's inner actions one-hot in egocentric
+    order (zeros before the first round) and a flag that is 1 when the next step is a
+    punishment step; the punished/punishing entries show the last punishment step's
+    punishments (zeros after a contribution step). The inner episode's end is reported on the
+    punishment step that closes its last round, so an episode of `R` rounds has `2R` steps;
+    `params.max_steps` (if the inner params have it) counts env steps, so a time limit may cut a
+    round after its contribution step. On punishment steps the inner `"cooperated"` /
+    `"defected"` labels are cleared.
+
     Params added: `punish_cost` (default 1.0) and `punish_fine` (default 3.0, the 1:3 ratio of
     Fehr & Gaechter 2000), both `>= 0`.
 
     Args:
       env: an env with a `Discrete` action space (e.g. `PublicGoods`, `CoinGame`, `MatrixGame`).
+      two_stage: static; two env steps per round (contribute, then punish) instead of one.
     """
 
-    def __init__(self, env: Environment):
+    def __init__(self, env: Environment, two_stage: bool = False):
         super().__init__(env)
+        self.two_stage = bool(two_stage)
+        self.num_players = self.num_agents
         self.num_inner_actions = _discrete_n(env, "DirectPunishment")
         self.num_choices = self.num_agents + 1
         self._params_cls = extend_params(
@@ -211,44 +382,49 @@ class DirectPunishment(_ParamsWrapper):
     def decode(self, actions: Array) -> tuple[Array, Array]:
         """`[A]` flat actions -> (`[A]` inner actions, `[A, A]` float punishment matrix `P[i, j]`)."""
         A, K = self.num_agents, self.num_choices
-        actions = jnp.clip(
-            jnp.asarray(actions).astype(jnp.int32).reshape(A), 0, self.num_inner_actions * K - 1
-        )
+        actions = self._clip(actions)
         target = actions % K
         punish = jax.nn.one_hot(target, K)[:, :A] * (1.0 - jnp.eye(A))  # [A, A]
         return actions // K, punish
 
     def reset(self, key, params):
         inner, ts = self._env.reset(key, params)
-        zeros = jnp.zeros((self.num_agents,), jnp.float32)
-        state = PunishmentState(inner, zeros, zeros)
+        state = self._initial_state(inner, ts)
         return state, self._wrap(ts, state, ts.reward)
 
-    def step(self, key, state: PunishmentState, actions, params):
+    def step(self, key, state, actions, params):
         inner_actions, punish = self.decode(actions)
-        inner, ts = self._env.step(key, state.inner, inner_actions, params)
         given, received = punish.sum(axis=1), punish.sum(axis=0)
-        reward = ts.reward - params.punish_cost * given - params.punish_fine * received
-        state = PunishmentState(inner, received, given)
+        state, ts, reward = self._step_rounds(key, state, inner_actions, given, received, params)
         return state, self._wrap(ts, state, reward.astype(jnp.float32))
 
-    def _wrap(self, ts: TimeStep, state: PunishmentState, reward: Array) -> TimeStep:
+    def _wrap(self, ts: TimeStep, state, reward: Array) -> TimeStep:
         A = self.num_agents
         # Entries divided by A - 1 (at most A - 1 punishers / targets) so they lie in [0, 1].
         scale = 1.0 / max(A - 1, 1)
         rec, giv = state.punished * scale, state.punishing * scale
-        obs = jnp.concatenate([_flat(ts.obs, A), rec[self._ego], giv[self._ego]], axis=-1)
+        parts = [_flat(ts.obs, A), rec[self._ego], giv[self._ego]]
+        if self.two_stage:
+            parts.append(self._round_features(state, self._ego))
         gs = jnp.concatenate([ts.global_state.reshape(-1).astype(jnp.float32), rec, giv])
+        mask = self._staged_mask(
+            state,
+            _product_mask(
+                ts.action_mask, self._nobody_mask() if self.two_stage else self._choice_mask
+            ),
+            _product_mask(self._inner_zero_mask(), self._choice_mask),
+        )
         return ts.replace(
-            obs=obs,
+            obs=jnp.concatenate(parts, axis=-1),
             reward=reward,
             global_state=gs,
-            action_mask=_product_mask(ts.action_mask, self._choice_mask),
+            action_mask=mask,
             extras={**ts.extras, "punished": state.punished > 0, "punishing": state.punishing > 0},
         )
 
     def observation_space(self, params):
-        return _box_plus(self._env.observation_space(params), 2 * self.num_agents)
+        extra = 2 * self.num_agents + self._extra_obs()
+        return _box_plus(self._env.observation_space(params), extra)
 
     def global_state_space(self, params):
         return _box_plus(self._env.global_state_space(params), 2 * self.num_agents)
@@ -257,7 +433,7 @@ class DirectPunishment(_ParamsWrapper):
         return spaces.Discrete(self.num_inner_actions * self.num_choices)
 
 
-class ThirdPartyPunishment(_ParamsWrapper):
+class ThirdPartyPunishment(_Punishment):
     """Third-party punishment: observers who do not play may pay to punish the players.
 
     The inner env's `A` agents are the *players*; `M = num_observers` *observers* are added as
@@ -275,17 +451,28 @@ class ThirdPartyPunishment(_ParamsWrapper):
     leading axis is `A` is padded to `A + M` with zeros/false for the observers; `"punished"`
     (a player was punished this step) and `"punishing"` (an observer punished) are `[A + M]` bool.
 
+    Two-stage rounds (`two_stage=True`, see the module docstring): a contribution step in which
+    only the players act (every target masked to nobody; players get their inner reward,
+    observers 0), then a punishment step in which only the observers act (every inner action
+    masked to 0 and ignored, the inner env does not step; rewards are the fines and costs
+    alone). The observation (`[D + G + 1 + A + A*N + 1]`) adds this round's inner actions of
+    the players one-hot (player order) and a flag that is 1 when the next step is a punishment
+    step. The inner episode's end is reported on the punishment step closing its last round;
+    `params.max_steps` counts env steps (two per round).
+
     Params added: `punish_cost` (default 1.0), `punish_fine` (default 3.0), both `>= 0`.
 
     Args:
       env: an env with a `Discrete` action space.
       num_observers: number of third parties `M >= 1` (static).
+      two_stage: static; two env steps per round (play, then punish) instead of one.
     """
 
-    def __init__(self, env: Environment, num_observers: int = 1):
+    def __init__(self, env: Environment, num_observers: int = 1, two_stage: bool = False):
         super().__init__(env)
         if int(num_observers) < 1:
             raise ValueError(f"ThirdPartyPunishment needs num_observers >= 1, got {num_observers}")
+        self.two_stage = bool(two_stage)
         self.num_players = env.num_agents
         self.num_observers = int(num_observers)
         self.num_agents = self.num_players + self.num_observers
@@ -313,51 +500,44 @@ class ThirdPartyPunishment(_ParamsWrapper):
 
     def reset(self, key, params):
         inner, ts = self._env.reset(key, params)
-        state = PunishmentState(
-            inner,
-            jnp.zeros((self.num_agents,), jnp.float32),
-            jnp.zeros((self.num_agents,), jnp.float32),
-        )
+        state = self._initial_state(inner, ts)
         return state, self._wrap(ts, state, jnp.zeros((self.num_agents,), jnp.float32))
 
-    def step(self, key, state: PunishmentState, actions, params):
+    def step(self, key, state, actions, params):
         P, K = self.num_players, self.num_choices
-        actions = jnp.clip(
-            jnp.asarray(actions).astype(jnp.int32).reshape(self.num_agents),
-            0,
-            self.num_inner_actions * K - 1,
-        )
-        inner, ts = self._env.step(key, state.inner, actions[:P] // K, params)
+        actions = self._clip(actions)
         # punish[m, j]: observer m punishes player j (players' own targets are ignored).
         punish = jax.nn.one_hot(actions[P:] % K, K)[:, :P]  # [M, P]
         received = jnp.concatenate([punish.sum(axis=0), jnp.zeros((self.num_observers,))])
         given = jnp.concatenate([jnp.zeros((P,)), punish.sum(axis=1)])
-        reward = jnp.concatenate([ts.reward, jnp.zeros((self.num_observers,))])
-        reward = reward - params.punish_fine * received - params.punish_cost * given
-        state = PunishmentState(inner, received, given)
+        state, ts, reward = self._step_rounds(key, state, actions[:P] // K, given, received, params)
         return state, self._wrap(ts, state, reward.astype(jnp.float32))
 
     def _pad(self, x: Array) -> Array:
         pad = jnp.zeros((self.num_observers, *x.shape[1:]), x.dtype)
         return jnp.concatenate([x, pad], axis=0)
 
-    def _wrap(self, ts: TimeStep, state: PunishmentState, reward: Array) -> TimeStep:
+    def _wrap(self, ts: TimeStep, state, reward: Array) -> TimeStep:
         P, M = self.num_players, self.num_observers
         obs_p = _flat(ts.obs, P)  # [P, D]
         gs = ts.global_state.reshape(-1).astype(jnp.float32)  # [G]
         obs_part = self._pad(obs_p)
         gs_part = jnp.where(self._is_observer[:, None], gs[None], 0.0)  # [A + M, G]
         rec = state.punished[:P] / M  # in [0, 1]
-        obs = jnp.concatenate(
-            [
-                obs_part,
-                gs_part,
-                self._is_observer[:, None].astype(jnp.float32),
-                jnp.broadcast_to(rec, (self.num_agents, P)),
-            ],
-            axis=-1,
-        )
+        parts = [
+            obs_part,
+            gs_part,
+            self._is_observer[:, None].astype(jnp.float32),
+            jnp.broadcast_to(rec, (self.num_agents, P)),
+        ]
+        if self.two_stage:
+            parts.append(self._round_features(state, None))
         base_mask = jnp.concatenate([ts.action_mask, self._observer_base_mask], axis=0)
+        mask = self._staged_mask(
+            state,
+            _product_mask(base_mask, self._nobody_mask() if self.two_stage else self._choice_mask),
+            _product_mask(self._inner_zero_mask(), self._choice_mask),
+        )
         extras = {
             k: self._pad(v) if (hasattr(v, "shape") and v.ndim >= 1 and v.shape[0] == P) else v
             for k, v in ts.extras.items()
@@ -365,10 +545,10 @@ class ThirdPartyPunishment(_ParamsWrapper):
         extras["punished"] = state.punished > 0
         extras["punishing"] = state.punishing > 0
         return ts.replace(
-            obs=obs,
+            obs=jnp.concatenate(parts, axis=-1),
             reward=reward,
             global_state=jnp.concatenate([gs, rec]),
-            action_mask=_product_mask(base_mask, self._choice_mask),
+            action_mask=mask,
             extras=extras,
         )
 
@@ -377,13 +557,10 @@ class ThirdPartyPunishment(_ParamsWrapper):
         gs = self._env.global_state_space(params)
         lo_o, hi_o = _bounds(obs, obs.flat_dim)
         lo_g, hi_g = _bounds(gs, gs.flat_dim)
+        tail = 1 + self.num_players + self._extra_obs()
         # Zeros fill the part an agent does not see, so 0 must lie inside the bounds.
-        lo = np.concatenate(
-            [np.minimum(lo_o, 0), np.minimum(lo_g, 0), np.zeros(1 + self.num_players)]
-        )
-        hi = np.concatenate(
-            [np.maximum(hi_o, 0), np.maximum(hi_g, 0), np.ones(1 + self.num_players)]
-        )
+        lo = np.concatenate([np.minimum(lo_o, 0), np.minimum(lo_g, 0), np.zeros(tail)])
+        hi = np.concatenate([np.maximum(hi_o, 0), np.maximum(hi_g, 0), np.ones(tail)])
         return spaces.Box(lo.astype(np.float32), hi.astype(np.float32), (lo.size,), jnp.float32)
 
     def global_state_space(self, params):
@@ -393,7 +570,8 @@ class ThirdPartyPunishment(_ParamsWrapper):
         return spaces.Discrete(self.num_inner_actions * self.num_choices)
 
     def __repr__(self) -> str:
-        return f"{self.name}(players={self.num_players}, observers={self.num_observers})"
+        stages = ", two_stage=True" if self.two_stage else ""
+        return f"{self.name}(players={self.num_players}, observers={self.num_observers}{stages})"
 
 
 # ----------------------------------------------------------------------------- partner selection

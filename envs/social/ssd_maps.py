@@ -84,5 +84,35 @@ CLEANUP_SMALL = (
     "@@@@@@@@@@",
 )
 
-HARVEST_LAYOUTS = {"large": HARVEST_LARGE, "small": HARVEST_SMALL}
-CLEANUP_LAYOUTS = {"large": CLEANUP_LARGE, "small": CLEANUP_SMALL}
+#: 10 x 10 (8 x 8 inside the walls), 4 spawn points, 20 apple cells (ours). The size of
+#: JaxMARL's `storm_2p` grid (8 x 8), for workload-matched benchmarks and tiny experiments.
+HARVEST_TINY = (
+    "@@@@@@@@@@",
+    "@P  A   P@",
+    "@  AAA   @",
+    "@   A  A @",
+    "@ A   AAA@",
+    "@AAA   A @",
+    "@ A  A   @",
+    "@   AAA  @",
+    "@P   A  P@",
+    "@@@@@@@@@@",
+)
+
+#: 10 x 10 (8 x 8 inside the walls), 4 spawn points, 16 apple cells, 18 river cells of which 4
+#: start polluted (ours); the size of `storm_2p`'s grid, like `HARVEST_TINY`.
+CLEANUP_TINY = (
+    "@@@@@@@@@@",
+    "@HRR P BB@",
+    "@RRR   BB@",
+    "@SSS   BB@",
+    "@RHR P BB@",
+    "@RRR   BB@",
+    "@HRR P BB@",
+    "@SSS   BB@",
+    "@RRH P BB@",
+    "@@@@@@@@@@",
+)
+
+HARVEST_LAYOUTS = {"large": HARVEST_LARGE, "small": HARVEST_SMALL, "tiny": HARVEST_TINY}
+CLEANUP_LAYOUTS = {"large": CLEANUP_LARGE, "small": CLEANUP_SMALL, "tiny": CLEANUP_TINY}
