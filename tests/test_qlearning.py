@@ -18,6 +18,7 @@ from marljax.agents.qlearning import (
     QNetwork,
     make_q_learner,
     masked_argmax,
+    next_q,
     preset,
     q_table,
 )
@@ -96,6 +97,53 @@ def test_replay_smaller_than_a_batch_is_refused():
 @pytest.fixture(scope="module")
 def two_step():
     return marljax.make("matrix/two_step-v0")
+
+
+def _toy_unroll(key, L=5, B=3, D=4):
+    """A toy recurrent 'network' h' = tanh(w * h + x) unrolled like the learner's agents."""
+    kx, kn, kw = jax.random.split(key, 3)
+    x = jax.random.normal(kx, (L, B, D))
+    w = jax.random.normal(kw, (D,))
+    final_obs = jax.random.normal(kn, (L, B, D))  # the true next observation where episodes end
+
+    def step(w, h, x):
+        return jnp.tanh(w * h + x)
+
+    def next_step_q(w, hidden, xs_next):  # one step from each state on the next observation
+        return step(w, hidden, xs_next)
+
+    hidden = jax.lax.scan(lambda h, xt: (step(w, h, xt),) * 2, jnp.zeros((B, D)), x)[1]
+    q = hidden  # the unroll's output at t is its value of observation t
+    return w, q, hidden, x, final_obs, next_step_q
+
+
+def test_next_q_reads_the_unroll_and_evaluates_only_where_needed():
+    w, q, hidden, x, final_obs, next_step_q = _toy_unroll(jax.random.PRNGKey(0))
+    L = x.shape[0]
+    # One episode per sequence, cut by the time limit at the last step: the next observation is
+    # the following input inside the sequence and the final observation at the end.
+    xs_next = jnp.concatenate([x[1:], final_obs[-1:]], axis=0)
+    truncated = jnp.zeros(x.shape[:2], bool).at[-1].set(True)
+    expected = next_step_q(w, hidden, xs_next)
+    np.testing.assert_allclose(
+        next_q(next_step_q, w, q, hidden, xs_next, truncated), expected, atol=1e-6
+    )
+    # A time limit inside the sequence (env 1, step 1): the final observation there is not the
+    # next input, so the general branch evaluates it; the unroll alone would be wrong.
+    xs_cut = xs_next.at[1, 1].set(final_obs[1, 1])
+    cut = truncated.at[1, 1].set(True)
+    expected_cut = next_step_q(w, hidden, xs_cut)
+    got_cut = next_q(next_step_q, w, q, hidden, xs_cut, cut)
+    np.testing.assert_allclose(got_cut, expected_cut, atol=1e-6)
+    assert not np.allclose(q[2, 1], expected_cut[1, 1])  # premise: the unroll differs there
+    # Under vmap over runs, one run with a mid-sequence cut sends the batch to the general branch
+    # and both runs still get exact values.
+    both = jax.vmap(next_q, in_axes=(None, None, None, None, 0, 0))(
+        next_step_q, w, q, hidden, jnp.stack([xs_next, xs_cut]), jnp.stack([truncated, cut])
+    )
+    np.testing.assert_allclose(both[0], expected, atol=1e-6)
+    np.testing.assert_allclose(both[1], expected_cut, atol=1e-6)
+    assert L == 5
 
 
 def test_masks_respected_when_acting(two_step):

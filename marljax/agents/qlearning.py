@@ -33,6 +33,7 @@ hard target updates every 200 gradient steps, GRU agents.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Literal
 
 import flax.linen as nn
@@ -47,6 +48,7 @@ from marljax.agents import common
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
+from marljax.core.wrappers import any_across_vmap
 from marljax.mixers import POSITIVE_MAPS, QMixer, vdn_mix
 from marljax.networks import MLP, RecurrentCore, orthogonal
 from marljax.replay import ReplayState, make_replay
@@ -312,6 +314,43 @@ def epsilon(hparams: QHParams, env_steps: Array) -> Array:
     return hparams.eps_start + frac * (hparams.eps_finish - hparams.eps_start)
 
 
+def next_q(
+    next_step_q: Callable[[Any, Array, Array], Array],
+    params: Any,
+    q: Array,
+    hidden: Array,
+    xs_next: Array,
+    truncated: Array,
+) -> Array:
+    """Q of the observation after each step of a sequence, read from the unroll where it can be.
+
+    `next_step_q(params, hidden, xs_next)` evaluates the network one step from the state after
+    each step (`hidden [L, B, ...]`) on the observation after it (`xs_next [L, B, ...]`). Inside
+    a sequence that observation is step `t + 1`'s input unless an episode ended at `t`, so the
+    unroll's own `q [L, B, ...]` already holds it at `t + 1`; where the episode was terminated
+    the value is multiplied by a zero discount anyway. Only the last step, and steps cut by a
+    time limit (`truncated [L, B]`), need the final observation's Q. A batch with no truncation
+    before its last step (e.g. one episode per sequence) evaluates the last step alone, 1/L of
+    the general branch's work; the general branch runs only for batches that need it (a real
+    branch under `vmap` too, see `any_across_vmap`). No gradient flows through the result.
+
+    Returns:
+      `[L, B, ...]`: equal to `next_step_q(params, hidden, xs_next)` wherever an episode was not
+      terminated (everywhere when the batch takes the general branch).
+    """
+    params, q, hidden = jax.lax.stop_gradient((params, q, hidden))
+
+    def general(_):
+        return next_step_q(params, hidden, xs_next)
+
+    def common_case(_):
+        last = next_step_q(params, hidden[-1:], xs_next[-1:])
+        return jnp.concatenate([q[1:], last], axis=0)
+
+    mid_cut = any_across_vmap(jnp.any(truncated[:-1]))
+    return jax.lax.cond(mid_cut, general, common_case, None)
+
+
 def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | None = None) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
 
@@ -510,13 +549,21 @@ def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | No
         carry0 = batch["carry"]  # [B, A, H]
         _, (q, hidden) = apply_agents(params["agent"], carry0, x, b["reset"])
         chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
+        target_agent = jax.lax.stop_gradient(target_params["agent"])
         if config.recurrent:
-            _, (_, hidden_t) = apply_agents(target_params["agent"], carry0, x, b["reset"])
-        else:
-            hidden_t = hidden
-        q_next_t = next_step_q(target_params["agent"], hidden_t, x_next)
+            # Next-step Q read from the online and target unrolls (see `next_q`).
+            _, (q_t, hidden_t) = apply_agents(target_agent, carry0, x, b["reset"])
+            q_next_t = next_q(next_step_q, target_agent, q_t, hidden_t, x_next, b["truncated"])
+            if config.double_q:
+                q_next_online = next_q(
+                    next_step_q, params["agent"], q, hidden, x_next, b["truncated"]
+                )
+        else:  # feed-forward: one pass over the next observations per network
+            q_next_t = next_step_q(target_agent, hidden, x_next)
+            q_next_online = (
+                next_step_q(params["agent"], hidden, x_next) if config.double_q else None
+            )
         if config.double_q:
-            q_next_online = next_step_q(params["agent"], hidden, x_next)
             a_next = masked_argmax(jax.lax.stop_gradient(q_next_online), b["next_mask"])
         else:
             a_next = masked_argmax(q_next_t, b["next_mask"])
