@@ -2,87 +2,129 @@
 
 Cooperative navigation (R. Lowe et al., NeurIPS 2017; `particle/simple_spread_continuous-v0`:
 3 agents, 3 landmarks, continuous `[0, 1]^5` actions, 25-step episodes). HASAC (Liu et al. 2024,
-ICLR) with the HARL `hasac.yaml` settings except the network width, batch, buffer and warm-up
-(scaled down for a CPU budget); MAPPO (Yu et al. 2022) with tanh-squashed Gaussian actions, a
-centralised critic and marljax's PPO defaults. Both see the same number of environment steps
-with the same env batch and rollout length.
+ICLR) with the algorithm settings HARL tuned for this task (`--preset harl_mpe`, from HARL's
+`tuned_configs/pettingzoo_mpe/simple_spread_v2-continuous/hasac/config.json`: learned
+temperature starting at 1, MSE critic loss, no ValueNorm, 20-step returns, lr 5e-4, Polyak
+0.005, one gradient step per vectorised env step) or the generic `hasac.yaml` defaults
+(`--preset harl`: fixed temperature 1e-3, Huber loss, ValueNorm); the network width, batch,
+buffer and warm-up are scaled down for a CPU budget. MAPPO (Yu et al. 2022): shared actor with
+agent id, tanh-squashed Gaussian, centralised critic on the same global state, marljax's PPO
+defaults. Both see the same number of environment steps with the same env batch and rollout.
 
-Score of a run: mean per-agent return of the training episodes that ended in the last 10% of its
-updates. Aggregates over seeds: interquartile mean (IQM) and mean with 95% stratified-bootstrap
-intervals, and the probability that HASAC beats MAPPO (R. Agarwal et al., NeurIPS 2021;
+Scores per run (both algorithms):
+- `train`: mean per-agent return of the training episodes that ended in the last 10% of updates
+  (stochastic policies; an entropy-regularised policy pays for its exploration here);
+- `greedy`: mean per-agent return of the final policies' deterministic actions (HASAC: the
+  tanh of the Gaussian mean; MAPPO: the same, its state-independent log-std set to -20), 16
+  fresh envs x 100 steps, as HARL evaluates.
+Aggregates over seeds: interquartile mean (IQM) and mean with 95% stratified-bootstrap intervals,
+and the probability that HASAC beats MAPPO (R. Agarwal et al., NeurIPS 2021;
 `marljax.evaluation.stats`). Every seed of one algorithm trains in one compiled program.
 
-    python baselines/hasac_spread.py [--seeds 4] [--steps 60000] [--utd 1.0]
+    python baselines/hasac_spread.py [--seeds 4] [--steps 200000] [--utd 1.0] [--preset harl_mpe]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.agents.sac import SACConfig, SACHParams, make_sac
+from marljax.agents.sac import SACConfig, make_sac, preset
 from marljax.evaluation import stats
+from marljax.evaluation.rollout import evaluate_policy
 from marljax.train import TrainConfig, broadcast_hparams, make_train, sweep
 
 ENV = "particle/simple_spread_continuous-v0"
 NUM_ENVS, ROLLOUT = 8, 25
-HASAC = SACConfig(
-    hidden_sizes=(64, 64), batch_size=256, buffer_size=50_000, warmup_steps=2000, utd_ratio=1.0
-)
+#: CPU-budget scaling of HARL's (256, 256) MLP, batch 1000, 1M buffer and 10k warm-up steps.
+SCALED = dict(hidden_sizes=(64, 64), batch_size=256, buffer_size=100_000, warmup_steps=2000)
 MAPPO = PPOConfig(
     critic_input="global", parameter_mode="shared_id", hidden_sizes=(64, 64), tanh_squash=True
 )
 
 
-def train(name: str, seeds: int, steps: int, utd: float) -> tuple[np.ndarray, float]:
-    """`[S]` final scores of `name` and the wall-clock seconds (compile included)."""
+def _greedy_agent(name: str, agent):
+    """`agent` acting deterministically (see the module docstring)."""
+    if name == "hasac":
+
+        def act(state, carry, obs, key, hp):
+            _, carry, info = agent.act(state, carry, obs, key, hp)
+            return info["mode"], carry, info
+
+    else:
+
+        def act(state, carry, obs, key, hp):
+            p = dict(state.actor_params)
+            p["log_std"] = jnp.full_like(p["log_std"], -20.0)
+            return agent.act(state.replace(actor_params=p), carry, obs, key, hp)
+
+    return agent._replace(act=act)
+
+
+def train(name: str, seeds: int, steps: int, utd: float, preset_name: str):
+    """`([S] train scores, [S] greedy scores, wall seconds incl. compile, final metrics)`."""
     env, params = marljax.make(ENV)
     if name == "hasac":
-        cfg = dataclasses.replace(HASAC, utd_ratio=utd)
-        agent, hp = make_sac(cfg, env, params), SACHParams()
+        overrides, hp = preset(preset_name)
+        overrides.update(SCALED, utd_ratio=utd)
+        agent = make_sac(SACConfig(**overrides), env, params)
     else:
         agent, hp = make_ppo(MAPPO, env, params), PPOHParams()
     trainer = make_train(TrainConfig(NUM_ENVS, ROLLOUT, steps), env, agent, params)
+    keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     t0 = time.perf_counter()
-    _, metrics = sweep(trainer, jax.random.split(jax.random.PRNGKey(0), seeds),
-                       broadcast_hparams(hp, 1))  # fmt: skip
-    ret = np.asarray(metrics["episode_return"])[0]  # [S, U]
+    states, metrics = sweep(trainer, keys, broadcast_hparams(hp, 1))
+    greedy = _greedy_agent(name, agent)
+    ev = jax.jit(
+        jax.vmap(lambda s, k: evaluate_policy(env, params, greedy, s, hp, k)["episode_return"])
+    )(
+        jax.tree.map(lambda x: x[0], states.agent_state),
+        jax.random.split(jax.random.PRNGKey(123), seeds),
+    )
     elapsed = time.perf_counter() - t0
+    ret = np.asarray(metrics["episode_return"])[0]  # [S, U]
     tail = max(1, ret.shape[1] // 10)
-    return np.nanmean(ret[:, -tail:], axis=1), elapsed
+    last = {k: np.asarray(v)[0, :, -tail:].mean() for k, v in metrics.items() if k in
+            ("alpha", "entropy", "critic_loss")}  # fmt: skip
+    return np.nanmean(ret[:, -tail:], axis=1), np.asarray(ev), elapsed, last
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4, help="seeds per algorithm")
-    parser.add_argument("--steps", type=int, default=60_000, help="env steps per seed")
+    parser.add_argument("--steps", type=int, default=200_000, help="env steps per seed")
     parser.add_argument(
-        "--utd", type=float, default=HASAC.utd_ratio, help="HASAC gradient steps per env step"
+        "--utd", type=float, default=1.0, help="HASAC gradient steps per vectorised env step"
     )
+    parser.add_argument("--preset", default="harl_mpe", help="HASAC preset (marljax.agents.sac)")
     args = parser.parse_args(argv)
-    scores = {}
+    train_scores, greedy_scores = {}, {}
     for name in ("hasac", "mappo"):
-        scores[name], elapsed = train(name, args.seeds, args.steps, args.utd)
-        print(f"{name}: {args.steps} env steps x {args.seeds} seeds in {elapsed:.0f} s; final "
-              "per-seed scores " + ", ".join(f"{s:.2f}" for s in scores[name]))  # fmt: skip
-    agg = stats.aggregate_metrics(
-        jax.random.PRNGKey(0), {k: v[:, None] for k, v in scores.items()}, ("iqm", "mean")
-    )
-    for name, res in agg.items():
-        for metric, iv in res.items():
-            print(f"{name:6s} {metric:4s} {float(iv.point):8.2f}  95% CI "
-                  f"[{float(iv.low):.2f}, {float(iv.high):.2f}]")  # fmt: skip
-    poi = stats.probability_of_improvement_ci(
-        jax.random.PRNGKey(1), scores["hasac"][:, None], scores["mappo"][:, None]
-    )
-    print(f"P(HASAC > MAPPO) = {float(poi.point):.2f}  95% CI "
-          f"[{float(poi.low):.2f}, {float(poi.high):.2f}]")  # fmt: skip
+        tr, gr, elapsed, last = train(name, args.seeds, args.steps, args.utd, args.preset)
+        train_scores[name], greedy_scores[name] = tr, gr
+        extra = "".join(f", final {k} {v:.3g}" for k, v in sorted(last.items()))
+        print(f"{name}: {args.steps} env steps x {args.seeds} seeds in {elapsed:.0f} s{extra}")
+        print("  train  per seed: " + ", ".join(f"{s:.2f}" for s in tr))
+        print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr))
+    for label, scores in (("train", train_scores), ("greedy", greedy_scores)):
+        agg = stats.aggregate_metrics(
+            jax.random.PRNGKey(0), {k: v[:, None] for k, v in scores.items()}, ("iqm", "mean")
+        )
+        for name, res in agg.items():
+            for metric, iv in res.items():
+                print(f"{label:6s} {name:6s} {metric:4s} {float(iv.point):8.2f}  95% CI "
+                      f"[{float(iv.low):.2f}, {float(iv.high):.2f}]")  # fmt: skip
+        poi = stats.probability_of_improvement_ci(
+            jax.random.PRNGKey(1), scores["hasac"][:, None], scores["mappo"][:, None]
+        )
+        print(f"{label:6s} P(HASAC > MAPPO) = {float(poi.point):.2f}  95% CI "
+              f"[{float(poi.low):.2f}, {float(poi.high):.2f}]")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,10 +9,13 @@
    Off-policy and on-policy learners do different amounts of work per env step by design; the
    ratio is what a user pays per env step with these settings, not an implementation-quality
    comparison.
-2. Compile time (lower + XLA compile) of one HASAC training update on simple spread with
-   A = 2, 4, 8, 16 agents (and as many landmarks): the sequential update is a `lax.scan` over
-   the agent permutation, so the program (and its compile time) should stay roughly flat in A;
-   the StableHLO size is printed as a machine-independent check.
+2. Compile time (`jax.jit(agent.update).lower(...)` + `.compile()`, wall seconds) of ONE
+   learner update (replay add of an 8 x 25 rollout + 25 gradient steps, batch 64) on simple
+   spread with A = 2, 4, 8, 16 agents (and as many landmarks), for HASAC and, for contrast,
+   MASAC (simultaneous update, agents `vmap`ped). HASAC's sequential update is a `lax.scan` over
+   the agent permutation, so its program (and its compile time) should stay roughly flat in A;
+   the table prints each compile time relative to A = 2 and the StableHLO size as a
+   machine-independent check (it grows only through the array shapes, not the op count).
 
     python bench/bench_hasac.py [--quick] [--json PATH]
 """
@@ -20,9 +23,11 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 from harness import Options, Result, case, main, timed
 
 import marljax
+from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
 from marljax.train import TrainConfig, make_train
@@ -32,7 +37,6 @@ NUM_ENVS, ROLLOUT = 8, 25
 HASAC = SACConfig(hidden_sizes=(64, 64), batch_size=256, buffer_size=20_000, warmup_steps=0)
 MAPPO = PPOConfig(critic_input="global", hidden_sizes=(64, 64), tanh_squash=True)
 AGENT_COUNTS = (2, 4, 8, 16)
-_HLO_CHARS: dict[int, int] = {}
 
 
 def _task(updates: int) -> str:
@@ -64,35 +68,81 @@ def mappo_train(opts: Options) -> list[Result]:
     return _throughput("mappo", opts)
 
 
+def _zero_trajectory(env, params, T: int, E: int) -> Trajectory:
+    """A `[T, E]` trajectory of zeros with `env`'s shapes (compile-time input of `update`)."""
+    A = env.num_agents
+    obs_shape = env.observation_space(params).shape
+    state_shape = env.global_state_space(params).shape
+    act_shape = env.action_space(params).shape
+    z = jnp.zeros
+
+    def observation(*lead):
+        return Observation(
+            z((*lead, A, *obs_shape)), z((*lead, A, 0), bool), z((*lead, *state_shape)),
+            z(lead, bool),
+        )  # fmt: skip
+
+    return Trajectory(
+        observation=observation(T, E),
+        actions=z((T, E, A, *act_shape)),
+        reward=z((T, E, A)),
+        terminated=z((T, E), bool),
+        truncated=z((T, E), bool),
+        next_obs=z((T, E, A, *obs_shape)),
+        next_global_state=z((T, E, *state_shape)),
+        next_action_mask=z((T, E, A, 0), bool),
+        policy_info={},
+        last_observation=observation(E),
+        initial_carry=(),
+    )
+
+
 @case("hasac_compile/agents")
 def compile_vs_agents(opts: Options) -> list[Result]:
+    """Compile (lower + XLA) of ONE `agent.update` (replay add + 25 gradient steps) per A."""
     out = []
     for A in AGENT_COUNTS[:2] if opts.quick else AGENT_COUNTS:
         env, params = marljax.make(ENV, num_agents=A, num_landmarks=A)
-        cfg = SACConfig(hidden_sizes=(64, 64), batch_size=64, buffer_size=1000, warmup_steps=0)
-        agent = make_sac(cfg, env, params)
-        train_cfg = TrainConfig(NUM_ENVS, ROLLOUT, NUM_ENVS * ROLLOUT)
-        trainer = make_train(train_cfg, env, agent, params)
+        traj = _zero_trajectory(env, params, ROLLOUT, NUM_ENVS)
         key, hp = jax.random.PRNGKey(0), SACHParams()
-        _HLO_CHARS[A] = len(jax.jit(trainer.train).lower(key, hp).as_text())
-        t = timed(trainer.train, key, hp, repeats=1, first_call=False)
-        out.append(
-            t.result(
-                "HASAC one training update (compile vs agents)",
-                "marljax",
-                train_cfg.steps_per_update,
-                variant=f"A={A}",
-                notes={"stablehlo_chars": _HLO_CHARS[A]},
+        for name, sequential in (("hasac", True), ("masac", False)):
+            cfg = SACConfig(
+                hidden_sizes=(64, 64),
+                batch_size=64,
+                buffer_size=1000,
+                warmup_steps=0,
+                sequential=sequential,
             )
-        )
+            agent = make_sac(cfg, env, params)
+            state = agent.init(key, hp)
+            chars = len(jax.jit(agent.update).lower(state, traj, hp, key).as_text())
+            t = timed(agent.update, state, traj, hp, key, repeats=1, first_call=False)
+            out.append(
+                t.result(
+                    "SAC update: replay add + 25 gradient steps (compile vs agents)",
+                    name,
+                    NUM_ENVS * ROLLOUT,
+                    variant=f"A={A}",
+                    notes={"stablehlo_chars": chars, "agents": A},
+                )
+            )
     return out
 
 
 def _compile_table(results: list[Result]) -> str:
-    rows = [r for r in results if r.task.startswith("HASAC one training update")]
-    lines = ["", "| agents | lower + compile | StableHLO chars |", "|---|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r.variant} | {r.compile_s:.2f} s | {r.notes['stablehlo_chars']:,} |")
+    rows = [r for r in results if r.task.startswith("SAC update")]
+    base = {r.framework: r.compile_s for r in rows if r.notes["agents"] == AGENT_COUNTS[0]}
+    lines = [
+        "",
+        "| update | agents | lower + compile | vs A=2 | StableHLO chars |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for r in sorted(rows, key=lambda r: (r.framework, r.notes["agents"])):
+        ratio = r.compile_s / base[r.framework] if r.framework in base else float("nan")
+        lines.append(
+            f"| {r.framework} | {r.variant} | {r.compile_s:.2f} s | {ratio:.2f}x | "
+            f"{r.notes['stablehlo_chars']:,} |"
+        )
     return "\n".join(lines)
 
 

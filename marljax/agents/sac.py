@@ -37,7 +37,14 @@ critic lr 5e-4, fixed temperature 1e-3 (alpha lr 3e-4 when tuned), gamma 0.99, b
 Polyak 0.005, 20-step returns, Huber critic loss (delta 10), ValueNorm, 10k warm-up steps, one
 gradient step per vectorised environment step, independent parameters, random order. Deviations:
 the buffer holds 100k transitions (HARL: 1M; use the `harl` preset), and HARL's input LayerNorm
-("feature normalisation") is not used.
+("feature normalisation") is not used. HARL's tuned config for continuous simple spread is the
+`harl_mpe` preset (learned temperature from 1, MSE, no ValueNorm). Two differences from the HARL
+code that are deliberate: HARL's squashed Gaussian outputs `high[0] * tanh(u)`, i.e. `[-1, 1]`
+for MPE's `Box(0, 1)` actions (which the PettingZoo env does not clip), while here the unit box
+is mapped affinely onto `[low, high]` (log-densities and the target entropy `-dim(A)` refer to
+the unit box; the affine map only shifts them by a constant); and HARL's critic uses a separate
+joint temperature (its own learned `log alpha`) in the soft target, while here the target
+subtracts `sum_i alpha_i log pi_i` with the agents' temperatures.
 """
 
 from __future__ import annotations
@@ -207,6 +214,21 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
         {"sequential": False, "buffer_size": 1_000_000},
         {},
         "The same configuration with the simultaneous update (MASAC), the paper's ablation.",
+    ),
+    "harl_mpe": (
+        {
+            "sequential": True,
+            "auto_alpha": True,
+            "critic_loss": "mse",
+            "value_norm": False,
+            "buffer_size": 1_000_000,
+        },
+        dict(init_alpha=1.0, max_grad_norm=1e9),
+        "HARL tuned_configs/pettingzoo_mpe/simple_spread_v2-continuous/hasac/config.json (Liu "
+        "et al. 2024): hasac.yaml but with a learned temperature (HARL starts log alpha at 0, "
+        "i.e. alpha = 1; its 'alpha: 0.2' is unused when auto_alpha is on), MSE critic loss, no "
+        "ValueNorm; HARL clips no gradients. Its 20 envs x 1 gradient step per vector step is "
+        "0.05 gradient steps per transition: with E envs use utd_ratio = E / 20 for that ratio.",
     ),
     "sac_v2": (
         {
