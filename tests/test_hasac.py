@@ -41,13 +41,15 @@ class MaskedBandit(Environment):
     def default_params(self) -> EnvParams:
         return EnvParams(max_steps=1)
 
+    action_mask = MASK[None]
+
     def _ts(self, reward, terminated):
         return TimeStep(
             obs=jnp.ones((1, 2)),
             reward=reward,
             terminated=jnp.asarray(terminated),
             truncated=jnp.array(False),
-            action_mask=MASK[None],
+            action_mask=self.action_mask,
             global_state=jnp.ones((2,)),
         )
 
@@ -184,38 +186,16 @@ def test_one_agent_tiny_temperature_is_single_agent_sac():
     assert float(logits[2] - logits[0]) > float(logits0[2] - logits0[0])
 
 
-class ContinuousBandit(Environment):
+class ContinuousBandit(MaskedBandit):
     """One agent, one step, one action in `[0, 1]`; reward `-10 (a - 0.8)^2` (best at 0.8)."""
 
-    num_agents = 1
-
-    def default_params(self) -> EnvParams:
-        return EnvParams(max_steps=1)
-
-    def _ts(self, reward, terminated):
-        return TimeStep(
-            obs=jnp.ones((1, 2)),
-            reward=reward,
-            terminated=jnp.asarray(terminated),
-            truncated=jnp.array(False),
-            action_mask=jnp.zeros((1, 0), bool),
-            global_state=jnp.ones((2,)),
-        )
-
-    def reset(self, key, params):
-        return jnp.int32(0), self._ts(jnp.zeros((1,)), False)
+    action_mask = jnp.zeros((1, 0), bool)
 
     def step(self, key, state, actions, params):
         return state, self._ts(-10.0 * (actions[:, 0] - 0.8) ** 2, True)
 
-    def observation_space(self, params):
-        return spaces.Box(-1.0, 1.0, (2,))
-
     def action_space(self, params):
         return spaces.Box(0.0, 1.0, (1,))
-
-    def global_state_space(self, params):
-        return spaces.Box(-1.0, 1.0, (2,))
 
 
 def test_one_agent_continuous_sac_learns_in_the_env_action_box():
