@@ -77,3 +77,36 @@ def test_tanh_gaussian_log_prob_matches_change_of_variables():
     std = np.exp(-0.5)
     ref = -0.5 * ((u - 0.3) / std) ** 2 - np.log(std * np.sqrt(2 * np.pi)) - np.log(1 - x**2)
     np.testing.assert_allclose(d1.log_prob(jnp.array([x])), ref, rtol=1e-5)
+
+
+def test_apply_once_per_env_equals_every_agent_for_equal_inputs():
+    """A shared critic on a global state: evaluating agent 0 and broadcasting gives the same
+    outputs, carry and gradients as evaluating every agent (what `make_ppo` relies on)."""
+    from marljax.agents import common
+
+    core = RecurrentCore(hidden_size=4)
+    T, B, A, D = 5, 3, 3, 2
+    state = jax.random.normal(jax.random.PRNGKey(0), (T, B, 1, D))
+    xs = jnp.broadcast_to(state, (T, B, A, D))  # the same global state for every agent
+    resets = jnp.zeros((T, B), bool).at[2, 1].set(True)
+    carry = jnp.broadcast_to(jax.random.normal(jax.random.PRNGKey(1), (B, 1, 4)), (B, A, 4))
+    params = core.init(jax.random.PRNGKey(2), carry[:, 0], xs[:, :, 0], resets)
+
+    def loss(fn, p):
+        c, ys = fn(core.apply, p, carry, xs, resets)
+        weights = jnp.arange(1.0, A + 1.0)[:, None]  # agents weighted differently in the loss
+        return jnp.sum(ys * weights) + jnp.sum(jnp.sin(c)), (c, ys)
+
+    every = lambda *a: common.apply_over_agents(*a, False)  # noqa: E731
+    (l_all, (c_all, y_all)), g_all = jax.value_and_grad(lambda p: loss(every, p), has_aux=True)(
+        params
+    )
+    (l_one, (c_one, y_one)), g_one = jax.value_and_grad(
+        lambda p: loss(common.apply_once_per_env, p), has_aux=True
+    )(params)
+    assert y_one.shape == y_all.shape == (T, B, A, 4) and c_one.shape == c_all.shape
+    np.testing.assert_allclose(y_one, y_all, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(c_one, c_all, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(l_one, l_all, rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(g_one), jax.tree.leaves(g_all), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

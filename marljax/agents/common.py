@@ -109,6 +109,32 @@ def apply_over_agents(
     return c.reshape(B, A, -1), outs
 
 
+def apply_once_per_env(
+    apply_fn: Callable[..., tuple[Array, Any]],
+    params: Any,
+    carry: Array,
+    xs: Array,
+    resets: Array,
+) -> tuple[Array, Any]:
+    """`apply_over_agents` with shared parameters, for inputs that are equal across agents.
+
+    A centralised critic with shared parameters and no agent id sees the same global state (and
+    the same carry: zeros at the env's shared resets) for every agent of an env, so its outputs
+    are equal across agents. This applies the network to agent 0 only and broadcasts the result
+    to all `A` agents: the same numbers, losses and gradients for 1/A of the work. Only valid
+    when `xs[..., a, :]` and `carry[..., a, :]` do not depend on `a`.
+
+    Args: as `apply_over_agents` (shared parameters).
+
+    Returns:
+      `(carry [B, A, H], outs)` with every leaf of `outs` shaped `[T, B, A, ...]`.
+    """
+    A = xs.shape[2]
+    c, outs = apply_over_agents(apply_fn, params, carry[:, :1], xs[:, :, :1], resets, False)
+    outs = jax.tree.map(lambda o: jnp.broadcast_to(o, (*o.shape[:2], A, *o.shape[3:])), outs)
+    return jnp.broadcast_to(c, carry.shape), outs
+
+
 def init_per_agent(init_one: Callable[[Array], Any], key: Array, num_agents: int, independent):
     """`init_one(key)` once (shared modes) or once per agent, stacked on a leading axis."""
     if independent:
@@ -119,6 +145,7 @@ def init_per_agent(init_one: Callable[[Array], Any], key: Array, num_agents: int
 __all__ = [
     "PARAMETER_MODES",
     "agent_inputs",
+    "apply_once_per_env",
     "apply_over_agents",
     "broadcast_to_agents",
     "check_choice",

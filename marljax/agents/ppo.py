@@ -253,6 +253,16 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         """`xs [T, B, A, D]`, `carry [B, A, H]`, `resets [T, B]` -> `(carry, out [T, B, A, O])`."""
         return common.apply_over_agents(net.apply, params, carry, xs, resets, independent)
 
+    # A global critic with shared parameters and no agent id gets the same input for every agent
+    # of an env: evaluated once per env and broadcast (`common.apply_once_per_env`), 1/A of the
+    # critic's work for the same numbers (JaxMARL's MAPPO evaluates it A times).
+    one_critic = config.critic_input == "global" and config.parameter_mode == "shared"
+
+    def apply_critic(params: Any, carry: Array, xs: Array, resets: Array):
+        if one_critic:
+            return common.apply_once_per_env(critic_net.apply, params, carry, xs, resets)
+        return apply_agents(critic_net, params, carry, xs, resets)
+
     def distribution(actor_out: Array, mask: Array, log_std: Array):
         if discrete:
             return distributions.masked_categorical(actor_out, mask)
@@ -423,7 +433,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             raw = dist.sample(seed=key)
             log_prob = dist.log_prob(raw)
         cx = critic_inputs(observation.obs, observation.global_state)[None]
-        c_carry, v = apply_agents(critic_net, state.critic_params, carry.critic, cx, resets)
+        c_carry, v = apply_critic(state.critic_params, carry.critic, cx, resets)
         info = {
             "log_prob": log_prob,
             "value": value_scale(state, v[0, ..., 0]),
@@ -440,8 +450,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         # V(s_{t+1}) from the post-step critic carry: equals the next step's value inside an
         # episode and is V(final observation) at episode ends (bootstrap at truncation).
         nx = critic_inputs(traj.next_obs, traj.next_global_state)  # [T, E, A, D]
-        _, v_next = apply_agents(
-            critic_net,
+        _, v_next = apply_critic(
             state.critic_params,
             info["critic_carry"].reshape(T * E, A, -1),
             nx.reshape(1, T * E, A, -1),
@@ -509,7 +518,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
                 dist = distribution(out, mb["mask"], actor_log_std(actor_p))
                 log_prob = dist.log_prob(mb["actions"])
             entropy = losses.masked_mean(dist.entropy())
-            _, v = apply_agents(critic_net, critic_p, mb_carry.critic, mb["x_critic"], mb["resets"])
+            _, v = apply_critic(critic_p, mb_carry.critic, mb["x_critic"], mb["resets"])
             v = v[..., 0]
             adv = mb["advantages"]
             if config.normalize_advantages:
