@@ -50,6 +50,7 @@ holds all of it), and minibatch shuffles across environments move data between d
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,7 +60,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from marljax.train import RunnerState, Trainer, make_train
+from marljax.train import RunnerState, Trainer, combine_shard_metrics, make_train
 
 #: name of the mesh axis the independent runs are sharded over.
 RUNS_AXIS = "runs"
@@ -354,6 +355,85 @@ def data_parallel_run(trainer: Trainer, mesh: Mesh | None = None) -> Callable:
     )
 
 
+def data_parallel_train(
+    trainer: Trainer, mesh: Mesh | None = None, env_params: Any = None
+) -> Callable:
+    """ONE run with its environments and its learner split over devices (Anakin-style).
+
+    Each of the `D` devices of `mesh`'s `"envs"` axis steps `E / D` environments, keeps the
+    learner's data of those environments (its share of a PPO rollout, or a replay buffer of its
+    own sequences holding `buffer_size / D`) and computes the loss on its share of every
+    (mini)batch (`batch_size / D` sequences for the value learners); gradients and batch
+    statistics (advantage and value normalisation) are averaged over the devices with `pmean`
+    (`Agent.data_parallel`), so every device applies the same update and the parameters stay
+    identical everywhere. The only communication is one all-reduce per gradient step. The
+    agent starts from the same parameters on every device (the run's key); the environments
+    and the acting noise use `fold_in(key, device)`, so with `D > 1` a run samples different
+    trajectories than `trainer.train` with the same key (with `D = 1` it is `trainer.train`).
+
+    Unlike `data_parallel_run` (GSPMD, any agent, a replicated learner whose batch work XLA
+    partitions), this needs agents that support it (`Agent.data_parallel`: PPO-family and the
+    value learners) and makes the learner's arithmetic itself parallel, which is what makes
+    it faster even on one multi-core CPU seen as several host devices
+    (`XLA_FLAGS=--xla_force_host_platform_device_count=2`): small batches do not spread over
+    cores inside one XLA:CPU device.
+
+    Args:
+      trainer: from `make_train`; its `num_envs` (and a value learner's `batch_size` and
+        `buffer_size`) must be multiples of the device count.
+      mesh: a mesh with an `"envs"` axis (default `envs_mesh()`: every device).
+      env_params: env params (default: the trainer's).
+
+    Returns:
+      `fn(key, hparams) -> (state, metrics)`, jitted: `metrics` are the runner's `[U]` metrics
+      of the whole run (episode averages over every device's episodes, losses averaged over
+      devices); every leaf of `state` has a leading `[D]` device axis (environment leaves then
+      `[D, E / D, ...]`; the agent's parameters are the same on every device).
+
+    Raises:
+      ValueError: the agent does not support data-parallel learners, or a batch size does not
+        divide by the device count (naming valid choices).
+    """
+    mesh = envs_mesh() if mesh is None else mesh
+    D = mesh.shape[ENVS_AXIS]
+    config = trainer.config
+    check_divisible(config.num_envs, D, what="envs")
+    if trainer.agent.data_parallel is None:
+        raise ValueError(
+            "this agent does not support data-parallel learners (Agent.data_parallel is None); "
+            "use data_parallel_run (GSPMD, any agent) instead"
+        )
+    agent = trainer.agent if D == 1 else trainer.agent.data_parallel(ENVS_AXIS, D)
+    local_config = dataclasses.replace(
+        config,
+        num_envs=config.num_envs // D,
+        total_env_steps=config.num_updates * config.steps_per_update // D,
+    )
+    local = make_train(local_config, trainer.env, agent, trainer.env_params)
+    num_updates = local_config.num_updates
+
+    def per_device(key, hparams):
+        state = local.init(key, hparams, env_params)  # the agent's start: the same everywhere
+        if D > 1:
+            own = local.init(
+                jax.random.fold_in(key, jax.lax.axis_index(ENVS_AXIS)), hparams, env_params
+            )
+            state = own.replace(agent_state=state.agent_state)
+        state, metrics = local.run(state, hparams, env_params, num_updates)
+        if D > 1:
+            metrics = combine_shard_metrics(metrics, ENVS_AXIS)
+        return jax.tree.map(lambda x: x[None], state), metrics
+
+    mapped = jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(), P()),
+        out_specs=(P(ENVS_AXIS), P()),
+        check_vma=False,  # metrics are reduced over the axis; the state is per device
+    )
+    return jax.jit(mapped)
+
+
 def as_float32_rows(hparams: Any, num_runs: int) -> Any:
     """hparams with every leaf as a float32 `[num_runs]` array (broadcasting scalars)."""
     return jax.tree.map(
@@ -368,6 +448,7 @@ __all__ = [
     "as_float32_rows",
     "check_divisible",
     "data_parallel_run",
+    "data_parallel_train",
     "envs_mesh",
     "envs_shardings",
     "gather",

@@ -66,7 +66,7 @@ def _as_weights(mask: Array, dtype: jnp.dtype) -> Array:
     return jnp.asarray(mask).astype(dtype)
 
 
-def masked_mean(x: ArrayLike, mask: ArrayLike | None = None) -> Array:
+def masked_mean(x: ArrayLike, mask: ArrayLike | None = None, axis_name: str | None = None) -> Array:
     """Mean of `x` over the valid entries of `mask`.
 
     mean = sum(mask * x) / sum(mask), with `mask` boolean (valid = True) or float (weights).
@@ -76,21 +76,28 @@ def masked_mean(x: ArrayLike, mask: ArrayLike | None = None) -> Array:
     Args:
       x: `[...]` values.
       mask: optional `[...]` (same shape as `x`) bool or float mask; `None` means a plain mean.
+      axis_name: a mapped axis (`shard_map`, `vmap`) whose shards together hold the batch: the
+        sums are taken over all of them (`psum`), so every shard gets the mean of the whole.
 
     Returns:
       `[]` the (masked) mean.
     """
     x = jnp.asarray(x)
     if mask is None:
-        return jnp.mean(x)
+        mean = jnp.mean(x)
+        return mean if axis_name is None else jax.lax.pmean(mean, axis_name)
     _assert_mask(x, mask)
     w = _as_weights(mask, x.dtype)
     total = jnp.sum(jnp.where(w != 0, x * w, 0.0))
     count = jnp.sum(w)
+    if axis_name is not None:
+        total, count = jax.lax.psum((total, count), axis_name)
     return jnp.where(count > 0, total / jnp.where(count > 0, count, 1.0), 0.0)
 
 
-def normalize(x: ArrayLike, mask: ArrayLike | None = None, eps: float = 1e-8) -> Array:
+def normalize(
+    x: ArrayLike, mask: ArrayLike | None = None, eps: float = 1e-8, axis_name: str | None = None
+) -> Array:
     """Standardises `x` to zero mean and unit standard deviation.
 
     x_normalized = (x - mean(x)) / (std(x) + eps), with the (population) mean and std taken over
@@ -103,16 +110,29 @@ def normalize(x: ArrayLike, mask: ArrayLike | None = None, eps: float = 1e-8) ->
       mask: optional `[...]` (same shape as `x`) bool or float mask of the entries whose
         statistics are used.
       eps: added to the standard deviation; may be a traced scalar.
+      axis_name: a mapped axis whose shards together hold the batch (see `masked_mean`): the
+        statistics are those of the whole batch.
 
     Returns:
       `[...]` the normalised array (same shape as `x`).
     """
     x = jnp.asarray(x)
     _assert_mask(x, mask)
-    mean = masked_mean(x, mask)
-    centred = x - mean
-    std = jnp.sqrt(masked_mean(jnp.square(centred), mask))
-    return centred / (std + eps)
+    if axis_name is None:
+        mean = masked_mean(x, mask)
+        centred = x - mean
+        std = jnp.sqrt(masked_mean(jnp.square(centred), mask))
+        return centred / (std + eps)
+    # Shards: one all-reduce of (count, sum, sum of squares) instead of two passes.
+    w = jnp.ones_like(x) if mask is None else _as_weights(mask, x.dtype)
+    xv = jnp.where(w != 0, x, 0.0)
+    count, total, sq = jax.lax.psum(
+        jnp.stack([jnp.sum(w), jnp.sum(w * xv), jnp.sum(w * jnp.square(xv))]), axis_name
+    )
+    count = jnp.where(count > 0, count, 1.0)
+    mean = total / count
+    std = jnp.sqrt(jnp.maximum(sq / count - jnp.square(mean), 0.0))
+    return (x - mean) / (std + eps)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -469,7 +489,10 @@ def running_mean_std_init(
 
 
 def running_mean_std_update(
-    state: RunningMeanStd, x: ArrayLike, mask: ArrayLike | None = None
+    state: RunningMeanStd,
+    x: ArrayLike,
+    mask: ArrayLike | None = None,
+    axis_name: str | None = None,
 ) -> RunningMeanStd:
     """Merges a batch into the running statistics with the parallel (Chan et al.) update.
 
@@ -489,6 +512,9 @@ def running_mean_std_update(
       state: the current statistics, with `mean.shape == shape`.
       x: `[..., *shape]` a batch; every leading entry is one sample.
       mask: optional `[...]` bool or float mask over the leading (sample) axes of `x`.
+      axis_name: a mapped axis whose shards together hold the batch: the batch statistics are
+        those of the whole batch (`psum` of counts and sums), so every shard's state stays the
+        same.
 
     Returns:
       The updated `RunningMeanStd`.
@@ -508,11 +534,12 @@ def running_mean_std_update(
         w = _as_weights(mask, x.dtype)
     w = w.reshape(sample_shape + (1,) * entry_ndim)
 
-    batch_count = jnp.sum(w)
+    psum = (lambda v: v) if axis_name is None else (lambda v: jax.lax.psum(v, axis_name))
+    batch_count = psum(jnp.sum(w))
     safe_batch_count = jnp.where(batch_count > 0, batch_count, 1.0)
-    batch_mean = jnp.sum(jnp.where(w != 0, w * x, 0.0), axis=axes) / safe_batch_count
+    batch_mean = psum(jnp.sum(jnp.where(w != 0, w * x, 0.0), axis=axes)) / safe_batch_count
     batch_var = (
-        jnp.sum(jnp.where(w != 0, w * jnp.square(x - batch_mean), 0.0), axis=axes)
+        psum(jnp.sum(jnp.where(w != 0, w * jnp.square(x - batch_mean), 0.0), axis=axes))
         / safe_batch_count
     )
 

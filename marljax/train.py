@@ -239,6 +239,37 @@ def make_train(
     return Trainer(init, run, train, config, env, default_params, agent, tuple(axis_names))
 
 
+#: runner metrics that are averages over the episodes finished in an update (NaN if none).
+EPISODE_AVERAGES = ("episode_return", "episode_return_per_agent", "episode_length")
+
+
+def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str, Array]:
+    """One update's runner metrics from shards of the environments, for the whole batch.
+
+    Inside a mapped axis `axis_name` whose shards each ran `make_train`'s update on their own
+    environments: episode averages (`EPISODE_AVERAGES` and `group/name` episode metrics) are
+    weighted by each shard's finished episodes, `num_episodes` is summed, `env_steps` counts
+    every shard's steps, and everything else (the agent's losses, which the data-parallel
+    agents already average) is the mean over shards. Every shard returns the same values.
+    """
+    n = metrics["num_episodes"]
+    count = jax.lax.psum(n, axis_name)
+    out = {}
+    for name, value in metrics.items():
+        if name in EPISODE_AVERAGES or "/" in name:
+            w = n.reshape(n.shape + (1,) * (value.ndim - n.ndim))
+            total = jax.lax.psum(jnp.where(w > 0, value * w, 0.0), axis_name)
+            c = count.reshape(w.shape)
+            out[name] = jnp.where(c > 0, total / jnp.where(c > 0, c, 1.0), jnp.nan)
+        elif name == "num_episodes":
+            out[name] = count
+        elif name == "env_steps":
+            out[name] = value * jax.lax.psum(1, axis_name)
+        else:
+            out[name] = jax.lax.pmean(value, axis_name)
+    return out
+
+
 def _is_episode_metric(name: str, value: Array, num_envs: int) -> bool:
     """Extras named `group/name` with one scalar per env are per-episode metrics (see TimeStep)."""
     return "/" in name and value.shape == (num_envs,)

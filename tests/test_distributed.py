@@ -121,6 +121,12 @@ def _data_parallel_outputs() -> dict[str, np.ndarray]:
             leaves = jax.tree.leaves(trainer.agent.get_params(st.agent_state))
             for i, leaf in enumerate(leaves):
                 out[f"dp_{algo}_{tag}/p/{i}"] = np.asarray(leaf)
+        # Anakin-style learners: each device its own envs, buffer and batch share, pmean'd grads.
+        a_state, a_metrics = dist.data_parallel_train(trainer, mesh)(jax.random.PRNGKey(3), hp)
+        for k, v in a_metrics.items():
+            out[f"anakin_{algo}/m/{k}"] = np.asarray(v)
+        for i, leaf in enumerate(jax.tree.leaves(trainer.agent.get_params(a_state.agent_state))):
+            out[f"anakin_{algo}/p/{i}"] = np.asarray(leaf)  # [4 devices, ...]
         env_leaf = jax.tree.leaves(got[0].env_state)[0]
         out[f"dp_{algo}_split"] = np.array(
             [len(env_leaf.addressable_shards), env_leaf.addressable_shards[0].data.shape[0]]
@@ -192,6 +198,24 @@ def test_data_parallel_envs_match_one_device(single_process, algo):
     # Training happened (the parameters moved), so the comparison is not of two initial states.
     loss = data[f"dp_{algo}_ref/m/{'policy_loss' if algo == 'mappo' else 'loss'}"]
     assert np.any(loss != 0), "no update ran"
+
+
+@pytest.mark.parametrize("algo", ["mappo", "qmix"])
+def test_data_parallel_learners_stay_in_step(single_process, algo):
+    """`data_parallel_train` on 4 devices: every device ends with the same parameters (the
+    all-reduced gradients), the parameters moved, and the metrics count every device's envs."""
+    data = single_process
+    params = [v for k, v in sorted(data.items()) if k.startswith(f"anakin_{algo}/p/")]
+    ref = [v for k, v in sorted(data.items()) if k.startswith(f"dp_{algo}_ref/p/")]
+    assert params and len(params) == len(ref)
+    for leaf in params:
+        assert leaf.shape[0] == 4
+        for d in range(1, 4):
+            np.testing.assert_array_equal(leaf[d], leaf[0])
+    np.testing.assert_array_equal(data[f"anakin_{algo}/m/env_steps"], [32, 64, 96])
+    assert np.all(np.isfinite(data[f"anakin_{algo}/m/episode_return"]))
+    loss = data[f"anakin_{algo}/m/{'policy_loss' if algo == 'mappo' else 'loss'}"]
+    assert np.all(np.isfinite(loss)) and np.any(loss != 0), "no update ran"
 
 
 def _free_port() -> int:

@@ -90,3 +90,9 @@ class Agent(NamedTuple):
     #: `check_batch(num_envs, rollout_len)` raises a clear error, before any compile, if the
     #: runner's batch does not fit the agent (e.g. minibatch divisibility).
     check_batch: Callable[[int, int], None] = lambda num_envs, rollout_len: None
+    #: `data_parallel(axis_name, num_shards)`: the same agent built for one of `num_shards`
+    #: data-parallel learners on the mapped device axis `axis_name`, each holding
+    #: `1 / num_shards` of the batch (and of a replay buffer), averaging gradients and batch
+    #: statistics over the axis (see `marljax.distributed.data_parallel_train`). None: the agent
+    #: does not support it.
+    data_parallel: Callable[[str, int], Agent] | None = None

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 
 Array = jax.Array
 
@@ -153,3 +154,20 @@ __all__ = [
     "init_per_agent",
     "lookup_preset",
 ]
+
+
+def data_mean(tree: Any, axis_name: str | None) -> Any:
+    """`tree` averaged over the data-parallel device axis (`pmean`); unchanged if `axis_name` is None.
+
+    Data-parallel learners (`marljax.distributed.data_parallel_train`) each hold an equal share
+    of the batch, so the mean of their gradients is the gradient of the whole batch's mean loss.
+    """
+    if axis_name is None:
+        return tree
+    flat, unravel = ravel_pytree(tree)  # one all-reduce for the whole tree, not one per leaf
+    return unravel(jax.lax.pmean(flat, axis_name))
+
+
+def data_shards(axis_name: str | None) -> Array | int:
+    """The number of data-parallel shards on `axis_name` (1 if None)."""
+    return 1 if axis_name is None else jax.lax.psum(1, axis_name)

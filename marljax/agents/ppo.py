@@ -179,13 +179,23 @@ class _Net(nn.Module):
         return carry, out
 
 
-def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None = None) -> Agent:
+def make_ppo(
+    config: PPOConfig,
+    env: Environment,
+    env_params: EnvParams | None = None,
+    *,
+    data_axis: str | None = None,
+) -> Agent:
     """Build a PPO-family agent for `env` (IPPO if `critic_input="local"`, MAPPO if "global").
 
     Args:
       config: static structure.
       env: the environment (only its spaces and number of agents are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
+      data_axis: for data-parallel learners (`marljax.distributed.data_parallel_train`, which
+        sets it through `Agent.data_parallel`): the mapped device axis whose shards together
+        hold the rollout. Gradients, advantage normalisation and value-normalisation
+        statistics are averaged over it, so every shard takes the whole batch's step.
 
     Returns:
       An `Agent` (see `marljax.agents.base`). Its `act` returns `policy_info = {"log_prob": [E, A],
@@ -468,7 +478,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         returns = jax.lax.stop_gradient(returns)
         value_norm = state.value_norm
         if config.value_norm:
-            value_norm = losses.running_mean_std_update(value_norm, returns)
+            value_norm = losses.running_mean_std_update(value_norm, returns, axis_name=data_axis)
             targets = losses.standardize(value_norm, returns)
             old_values = losses.standardize(value_norm, info["value"])
         else:
@@ -522,7 +532,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
             v = v[..., 0]
             adv = mb["advantages"]
             if config.normalize_advantages:
-                adv = losses.normalize(adv)
+                adv = losses.normalize(adv, axis_name=data_axis)
             pg_loss, pg_info = losses.ppo_clip_loss(log_prob, mb["old_log_prob"], adv, hp.clip_eps)
             clip = hp.value_clip_eps if config.clip_value_loss else None
             v_loss = losses.value_loss(v, mb["old_values"], mb["targets"], clip)
@@ -575,6 +585,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
                 (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(
                     params, mb, mb_carry
                 )
+                grads = common.data_mean(grads, data_axis)
                 updates, opt_state = tx.update(grads, opt_state, params)
                 params = optax.apply_updates(params, updates)
                 metrics["grad_norm"] = optax.global_norm(grads)
@@ -619,6 +630,7 @@ def make_ppo(config: PPOConfig, env: Environment, env_params: EnvParams | None =
         default_hparams=PPOHParams,
         get_params=lambda s: (s.actor_params, s.critic_params),
         check_batch=check_batch,
+        data_parallel=lambda axis, num_shards: make_ppo(config, env, env_params, data_axis=axis),
     )
 
 

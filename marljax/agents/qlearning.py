@@ -351,13 +351,25 @@ def next_q(
     return jax.lax.cond(mid_cut, general, common_case, None)
 
 
-def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | None = None) -> Agent:
+def make_q_learner(
+    config: QConfig,
+    env: Environment,
+    env_params: EnvParams | None = None,
+    *,
+    data_axis: str | None = None,
+) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
 
     Args:
       config: static structure.
       env: the environment (only its spaces, number of agents and `max_steps` are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
+      data_axis: for data-parallel learners (`marljax.distributed.data_parallel_train`, which
+        sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
+        number of devices): the mapped device axis. Each device keeps a replay buffer of its
+        own environments and samples its share of every batch; gradients are averaged over the
+        axis and the environment-step counter (epsilon schedule, `learning_starts`) counts
+        every device's steps.
 
     Returns:
       An `Agent`. `act` is epsilon-greedy (pass `hparams.replace(eps_start=0., eps_finish=0.)`
@@ -597,6 +609,7 @@ def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | No
         (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             params, target_params, batch, hp
         )
+        grads = common.data_mean(grads, data_axis)
         tx = make_optimizer(hp, grad_steps)
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -612,7 +625,7 @@ def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | No
     def update(state: QState, traj: Trajectory, hparams: QHParams, key: Array):
         T, E = traj.reward.shape[:2]
         replay_state = replay.add(state.replay, to_items(traj))
-        env_steps = state.env_steps + T * E
+        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
         carry = (state.params, state.target_params, state.opt_state, state.grad_steps)
         keys = jax.random.split(key, config.gradient_steps)
 
@@ -663,8 +676,29 @@ def make_q_learner(config: QConfig, env: Environment, env_params: EnvParams | No
         default_hparams=QHParams,
         get_params=lambda s: s.params,
         check_batch=check_batch,
+        data_parallel=lambda axis, num_shards: make_q_learner(
+            _shard_config(config, num_shards), env, env_params, data_axis=axis
+        ),
     )
     return agent
+
+
+def _shard_config(config: QConfig, num_shards: int) -> QConfig:
+    """`config` for one of `num_shards` data-parallel learners: 1/num_shards of batch and buffer."""
+    for name in ("batch_size", "buffer_size"):
+        value = getattr(config, name)
+        if value % num_shards:
+            lower = value // num_shards * num_shards
+            choices = sorted({max(lower, num_shards), lower + num_shards})
+            raise ValueError(
+                f"QConfig.{name} = {value} is not divisible by the {num_shards} data-parallel "
+                f"devices; use e.g. {name} = {' or '.join(map(str, choices))}"
+            )
+    return dataclasses.replace(
+        config,
+        batch_size=config.batch_size // num_shards,
+        buffer_size=config.buffer_size // num_shards,
+    )
 
 
 def iql(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
