@@ -31,10 +31,21 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from harness import Options, Result, case, jaxmarl_baseline, main_with_steps, notes_table, timed
+from harness import (
+    Options,
+    Result,
+    case,
+    data_parallel_framework,
+    in_subprocess,
+    jaxmarl_baseline,
+    main_with_steps,
+    notes_table,
+    timed,
+)
 
 import marljax
 from marljax.agents.qlearning import QConfig, make_q_learner, preset
+from marljax.distributed import data_parallel_train
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.train import TrainConfig, make_train
 
@@ -50,9 +61,7 @@ def _task(steps: int) -> str:
     return f"QMIX MPE simple spread (3 agents, E={NUM_ENVS}, {steps / 1e6:g}M env steps)"
 
 
-@case("qmix_mpe/marljax")
-def marljax_qmix(opts: Options) -> list[Result]:
-    steps = _steps(opts)
+def _trainer(steps: int):
     env, params = marljax.make("particle/simple_spread-v0")
     cfg_over, hp = preset("jaxmarl")
     config = TrainConfig(num_envs=NUM_ENVS, rollout_len=EPISODE, total_env_steps=steps)
@@ -62,23 +71,49 @@ def marljax_qmix(opts: Options) -> list[Result]:
     )
     hp = hp.replace(eps_anneal_steps=0.1 * steps)
     agent = make_q_learner(cfg, env, params)
-    trainer = make_train(config, env, agent, params)
-    key = jax.random.PRNGKey(0)
-    t = timed(trainer.train, key, hp, repeats=1, first_call=False)
+    return make_train(config, env, agent, params), hp
+
+
+def _run(steps: int, data_parallel: bool, framework: str) -> list[Result]:
+    trainer, hp = _trainer(steps)
+    fn = data_parallel_train(trainer) if data_parallel else trainer.train
+    t = timed(fn, jax.random.PRNGKey(0), hp, repeats=1, first_call=False)
     state, _ = t.output
+    agent_state = state.agent_state
+    if data_parallel:  # the same parameters on every device: evaluate device 0's
+        agent_state = jax.tree.map(lambda x: x[0], agent_state)
     greedy = hp.replace(eps_start=0.0, eps_finish=0.0)
+    env, params, agent = trainer.env, trainer.env_params, trainer.agent
     ev = jax.jit(evaluate_policy, static_argnums=(0, 2, 6, 7))(
-        env, params, agent, state.agent_state, greedy, jax.random.PRNGKey(1), 512, EPISODE
+        env, params, agent, agent_state, greedy, jax.random.PRNGKey(1), 512, EPISODE
     )
     ret = float(ev["episode_return"]) * env.num_agents
+    config = trainer.config
     return [
         t.result(
             _task(steps),
-            "marljax",
+            framework,
             config.num_updates * config.steps_per_update,
             notes={"greedy_return": ret, "num_updates": config.num_updates},
         )
     ]
+
+
+@case("qmix_mpe/marljax")
+def marljax_qmix(opts: Options) -> list[Result]:
+    return _run(_steps(opts), False, "marljax")
+
+
+@case("qmix_mpe/marljax_dp")
+def marljax_qmix_data_parallel(opts: Options) -> list[Result]:
+    """The same run with envs, replay and learner split over every device."""
+    return _run(_steps(opts), True, data_parallel_framework())
+
+
+@case("qmix_mpe/marljax_2dev")
+def marljax_qmix_two_devices(opts: Options) -> list[Result]:
+    """`qmix_mpe/marljax_dp` in a fresh process that sees the 2-core CPU as 2 host devices."""
+    return in_subprocess(__file__, "qmix_mpe/marljax_dp", opts, 2, ["--steps", str(_steps(opts))])
 
 
 @case("qmix_mpe/jaxmarl")
@@ -110,7 +145,7 @@ def jaxmarl_qmix(opts: Options) -> list[Result]:
 
 if __name__ == "__main__":
     main_with_steps(
-        ["qmix_mpe/jaxmarl", "qmix_mpe/marljax"],
+        ["qmix_mpe/jaxmarl", "qmix_mpe/marljax", "qmix_mpe/marljax_2dev"],
         __doc__.splitlines()[0],
         _ARGS,
         after=lambda results: notes_table(

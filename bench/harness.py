@@ -24,7 +24,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -322,24 +324,67 @@ def jaxmarl_baseline(folder: str, module: str, config_files: Sequence[str]) -> t
     return mod, config
 
 
-def marljax_training(trainer: Any, hparams: Any, task: str) -> list[Result]:
+def marljax_training(
+    trainer: Any, hparams: Any, task: str, fn: Callable | None = None, framework: str = "marljax"
+) -> list[Result]:
     """Time marljax's fused training program (`trainer.train`, compile apart) as one `Result`.
 
-    The final return noted is the last update's training-episode return summed over agents
-    (the per-agent mean times the number of agents), as the JaxMARL training benchmarks report.
+    `fn(key, hparams) -> (state, metrics)` replaces `trainer.train` (e.g. the data-parallel
+    `marljax.distributed.data_parallel_train(trainer)`), reported as `framework`. The final
+    return noted is the last update's training-episode return summed over agents (the
+    per-agent mean times the number of agents), as the JaxMARL training benchmarks report.
     """
-    t = timed(trainer.train, jax.random.PRNGKey(0), hparams, repeats=1, first_call=False)
+    fn = trainer.train if fn is None else fn
+    t = timed(fn, jax.random.PRNGKey(0), hparams, repeats=1, first_call=False)
     _, metrics = t.output
     ret = float(np.asarray(metrics["episode_return"])[-1]) * trainer.env.num_agents
     config = trainer.config
     return [
         t.result(
             task,
-            "marljax",
+            framework,
             config.num_updates * config.steps_per_update,
             notes={"final_return": ret, "num_updates": config.num_updates},
         )
     ]
+
+
+def data_parallel_framework() -> str:
+    """The framework label of a data-parallel marljax row; skips the case on one device."""
+    n = jax.device_count()
+    if n < 2:
+        raise SkipCase("needs 2+ devices (run through in_subprocess)")
+    return f"marljax ({n} devices)"
+
+
+def in_subprocess(
+    script: str, case_name: str, opts: Options, devices: int, argv: Sequence[str] = ()
+) -> list[Result]:
+    """Run one registered case of `script` in a fresh process that sees `devices` CPU devices.
+
+    XLA fixes its device count when JAX starts, so a data-parallel case over the CPU's cores as
+    host devices (`--xla_force_host_platform_device_count`) runs back to back in its own process
+    instead of in this one (whose single-device programs keep one device). Its results come
+    back through `--json`.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    env = {
+        **os.environ,
+        "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={devices}".strip(),
+    }
+    if JAXMARL_SRC["path"]:
+        env["JAXMARL_SRC"] = JAXMARL_SRC["path"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "results.json")
+        cmd = [sys.executable, script, "--cases", case_name, "--json", out, *argv]
+        cmd += ["--quick"] if opts.quick else []
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{case_name} in a {devices}-device process failed ({cmd})")
+        with open(out) as f:
+            data = json.load(f)
+    fields = {f.name for f in dataclasses.fields(Result)}
+    return [Result(**{k: v for k, v in r.items() if k in fields}) for r in data["results"]]
 
 
 def parse_jaxmarl_src(argv: list[str]) -> list[str]:

@@ -21,6 +21,8 @@ CONSTANTS = {
     "RUNS_AXIS": "Mesh axis name of the runs (grid x seeds) axis.",
     "LOCAL_RUNS_AXIS": "Name of the per-device runs axis inside `shard_map`.",
     "ENVS_AXIS": "Mesh axis name of the environments axis.",
+    "EPISODE_AVERAGES": "Runner metrics that are averages over the episodes finished in an "
+    "update (NaN if none).",
     "PARAMETER_MODES": "The parameter modes every agent supports: `shared`, `shared_id`, "
     "`independent`.",
     "__version__": "The package version.",
