@@ -17,10 +17,11 @@ import functools
 import math
 
 import jax
-from harness import Options, Result, case, main, timed
+from harness import Options, Result, SkipCase, case, in_subprocess, main, timed
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
+from marljax.distributed import as_float32_rows, runs_mesh, shard_runs, sharded_train
 from marljax.train import TrainConfig, hparam_grid, make_train, sweep
 
 ENV_IDS = ("matrix/climbing-v0", "matrix/ipd-v0", "particle/simple_spread-v0")
@@ -93,11 +94,44 @@ def mappo_matrix(opts: Options) -> list[Result]:
     return [r for env_id in ENV_IDS for r in mappo_rows(env_id, opts)]
 
 
+@case("mappo_matrix/marljax_sharded")
+def mappo_matrix_sharded(opts: Options) -> list[Result]:
+    """16 seeds with the runs axis sharded over every device (`sharded_train`), per env."""
+    devices = jax.device_count()
+    if devices < 2:
+        raise SkipCase("needs 2+ devices (run through in_subprocess)")
+    mesh = runs_mesh()
+    results = []
+    for env_id in ENV_IDS:
+        env, params = marljax.make(env_id)
+        config = _config(opts)
+        trainer = make_train(
+            config, env, make_ppo(PPOConfig(critic_input="global"), env, params), params
+        )
+        task = f"MAPPO {env_id} (E={config.num_envs}, T={config.rollout_len}, {config.num_updates} updates)"
+        keys = shard_runs(jax.random.split(jax.random.PRNGKey(1), MANY_SEEDS), mesh)
+        hps = shard_runs(as_float32_rows(PPOHParams(), MANY_SEEDS), mesh)
+        t = timed(sharded_train(trainer, mesh), keys, hps, repeats=opts.repeats, first_call=False)
+        steps = MANY_SEEDS * config.num_updates * config.steps_per_update
+        variant = f"{MANY_SEEDS} seeds ({devices} devices)"
+        results.append(
+            t.result(task, "marljax", steps, variant=variant, notes={"runs": MANY_SEEDS})
+        )
+    return results
+
+
+@case("mappo_matrix/marljax_2dev")
+def mappo_matrix_two_devices(opts: Options) -> list[Result]:
+    """`mappo_matrix/marljax_sharded` in a fresh process that sees the CPU as 2 host devices."""
+    argv = ["--repeats", str(opts.repeats), "--no-first-call"]
+    return in_subprocess(__file__, "mappo_matrix/marljax_sharded", opts, 2, argv)
+
+
 def format_scaling(results: list[Result]) -> str:
-    """Per task: compile time and env steps/s of the vmapped programs relative to one run."""
+    """Per task: compile time and env steps/s of the many-run programs relative to one run."""
     lines = [
         "",
-        "| task | runs in program | compile / compile(1 run) | env steps/s / env steps/s(1 run) "
+        "| task | program | compile / compile(1 run) | env steps/s / env steps/s(1 run) "
         "| wall time / wall time(1 run) |",
         "|---|---:|---:|---:|---:|",
     ]
@@ -112,7 +146,7 @@ def format_scaling(results: list[Result]) -> str:
             c = r.compile_s / single.compile_s if single.compile_s > 0 else math.nan
             s = r.steps_per_s / single.steps_per_s
             w = r.run_s / single.run_s
-            lines.append(f"| {task} | {r.notes['runs']} | {c:.2f}x | {s:.2f}x | {w:.2f}x |")
+            lines.append(f"| {task} | {r.variant} | {c:.2f}x | {s:.2f}x | {w:.2f}x |")
     return "\n".join(lines) if len(lines) > 3 else ""
 
 
@@ -121,7 +155,7 @@ report = format_scaling  # run_all.py prints every module's `report(results)`
 
 if __name__ == "__main__":
     main(
-        ["mappo_matrix/marljax"],
+        ["mappo_matrix/marljax", "mappo_matrix/marljax_2dev"],
         description=__doc__.splitlines()[0],
         after=format_scaling,
         repeats=2,
