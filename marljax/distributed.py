@@ -404,6 +404,13 @@ def data_parallel_train(
             "use data_parallel_run (GSPMD, any agent) instead"
         )
     agent = trainer.agent if D == 1 else trainer.agent.data_parallel(ENVS_AXIS, D)
+    try:
+        agent.check_batch(config.num_envs // D, config.rollout_len)
+    except ValueError as err:
+        raise ValueError(
+            f"with {D} devices each device steps num_envs / {D} = {config.num_envs // D} "
+            f"environments: {err}"
+        ) from None
     local_config = dataclasses.replace(
         config,
         num_envs=config.num_envs // D,

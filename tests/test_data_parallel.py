@@ -225,3 +225,9 @@ def test_data_parallel_train_rejects_unsupported_agents_and_bad_splits():
     trainer = make_train(TrainConfig(num_envs=4, rollout_len=4, total_env_steps=48), env, agent)
     with pytest.raises(ValueError, match="does not support data-parallel"):
         data_parallel_train(trainer._replace(agent=agent._replace(data_parallel=None)))
+    # A device's share of the batch must still split into the minibatches.
+    recurrent = make_ppo(PPOConfig(hidden_sizes=(8,), recurrent=True, num_minibatches=4), env)
+    trainer = make_train(TrainConfig(num_envs=4, rollout_len=4), env, recurrent)
+    two = jax.sharding.Mesh(np.asarray(jax.devices() * 2), (ENVS_AXIS,))  # a 2-device shape
+    with pytest.raises(ValueError, match=r"each device steps num_envs / 2 = 2 .*num_minibatches"):
+        data_parallel_train(trainer, two)
