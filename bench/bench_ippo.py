@@ -31,8 +31,7 @@ from harness import (
     Options,
     Result,
     case,
-    data_parallel_framework,
-    in_subprocess,
+    data_parallel_cases,
     jaxmarl_baseline,
     main_with_steps,
     marljax_training,
@@ -42,7 +41,6 @@ from harness import (
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.distributed import data_parallel_train
 from marljax.train import TrainConfig, make_train
 
 NUM_ENVS, ROLLOUT = 16, 128
@@ -57,7 +55,8 @@ def _task(steps: int) -> str:
     return f"IPPO MPE simple spread (3 agents, E={NUM_ENVS}, T={ROLLOUT}, {steps / 1e6:g}M steps)"
 
 
-def _trainer(steps: int):
+def _build(opts: Options):
+    steps = _steps(opts)
     env, params = marljax.make("particle/simple_spread-v0")
     config = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
     agent = make_ppo(
@@ -73,29 +72,16 @@ def _trainer(steps: int):
         params,
     )
     hp = PPOHParams(lr=2.5e-4, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
-    return make_train(config, env, agent, params), hp
+    return make_train(config, env, agent, params), hp, _task(steps)
 
 
 @case("ippo_mpe/marljax")
 def marljax_ippo(opts: Options) -> list[Result]:
-    steps = _steps(opts)
-    trainer, hp = _trainer(steps)
-    return marljax_training(trainer, hp, _task(steps))
+    return marljax_training(*_build(opts))
 
 
-@case("ippo_mpe/marljax_dp")
-def marljax_ippo_data_parallel(opts: Options) -> list[Result]:
-    """The same run with envs and learner split over every device (`data_parallel_train`)."""
-    framework = data_parallel_framework()
-    steps = _steps(opts)
-    trainer, hp = _trainer(steps)
-    return marljax_training(trainer, hp, _task(steps), data_parallel_train(trainer), framework)
-
-
-@case("ippo_mpe/marljax_2dev")
-def marljax_ippo_two_devices(opts: Options) -> list[Result]:
-    """`ippo_mpe/marljax_dp` in a fresh process that sees the 2-core CPU as 2 host devices."""
-    return in_subprocess(__file__, "ippo_mpe/marljax_dp", opts, 2, ["--steps", str(_steps(opts))])
+# The same run data-parallel over every device, and over the CPU as 2 host devices.
+data_parallel_cases("ippo_mpe", __file__, _build, _steps)
 
 
 @case("ippo_mpe/jaxmarl")

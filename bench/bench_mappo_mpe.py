@@ -37,6 +37,7 @@ from harness import (
     Options,
     Result,
     case,
+    data_parallel_cases,
     jaxmarl_baseline,
     main_with_steps,
     marljax_training,
@@ -63,8 +64,7 @@ def _task(steps: int) -> str:
     )
 
 
-@case("mappo_mpe/marljax")
-def marljax_mappo(opts: Options) -> list[Result]:
+def _build(opts: Options):
     steps = _steps(opts)
     env, params = marljax.make("particle/simple_spread-v0")
     config = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
@@ -83,8 +83,16 @@ def marljax_mappo(opts: Options) -> list[Result]:
         params,
     )
     hp = PPOHParams(lr=2e-3, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
-    trainer = make_train(config, env, agent, params)
-    return marljax_training(trainer, hp, _task(steps))
+    return make_train(config, env, agent, params), hp, _task(steps)
+
+
+@case("mappo_mpe/marljax")
+def marljax_mappo(opts: Options) -> list[Result]:
+    return marljax_training(*_build(opts))
+
+
+# The same run data-parallel over every device, and over the CPU as 2 host devices.
+data_parallel_cases("mappo_mpe", __file__, _build, _steps)
 
 
 @case("mappo_mpe/jaxmarl")
@@ -116,7 +124,7 @@ def jaxmarl_mappo(opts: Options) -> list[Result]:
 
 if __name__ == "__main__":
     main_with_steps(
-        ["mappo_mpe/jaxmarl", "mappo_mpe/marljax"],
+        ["mappo_mpe/jaxmarl", "mappo_mpe/marljax", "mappo_mpe/marljax_2dev"],
         __doc__.splitlines()[0],
         _ARGS,
         after=lambda results: notes_table(

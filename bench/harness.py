@@ -387,6 +387,33 @@ def in_subprocess(
     return [Result(**{k: v for k, v in r.items() if k in fields}) for r in data["results"]]
 
 
+def data_parallel_cases(
+    name: str,
+    script: str,
+    build: Callable[[Options], tuple[Any, Any, str]],
+    steps: Callable[[Options], int],
+) -> None:
+    """Register `<name>/marljax_dp` and `<name>/marljax_2dev` for a training benchmark.
+
+    `build(opts) -> (trainer, hparams, task)` gives the single-device run. `marljax_dp` times
+    `marljax.distributed.data_parallel_train(trainer)` over every device of this process
+    (skipped on one device); `marljax_2dev` runs `marljax_dp` in a fresh process that sees the
+    CPU as 2 host devices (`in_subprocess`), with the same `--steps`.
+    """
+
+    @case(f"{name}/marljax_dp")
+    def over_devices(opts: Options) -> list[Result]:
+        from marljax.distributed import data_parallel_train
+
+        framework = data_parallel_framework()
+        trainer, hparams, task = build(opts)
+        return marljax_training(trainer, hparams, task, data_parallel_train(trainer), framework)
+
+    @case(f"{name}/marljax_2dev")
+    def two_devices(opts: Options) -> list[Result]:
+        return in_subprocess(script, f"{name}/marljax_dp", opts, 2, ["--steps", str(steps(opts))])
+
+
 def parse_jaxmarl_src(argv: list[str]) -> list[str]:
     """Take `--jaxmarl-src PATH` out of `argv` (into `JAXMARL_SRC`); returns the rest."""
     pre = argparse.ArgumentParser(add_help=False)
