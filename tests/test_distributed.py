@@ -122,7 +122,15 @@ def _data_parallel_outputs() -> dict[str, np.ndarray]:
             for i, leaf in enumerate(leaves):
                 out[f"dp_{algo}_{tag}/p/{i}"] = np.asarray(leaf)
         # Anakin-style learners: each device its own envs, buffer and batch share, pmean'd grads.
-        a_state, a_metrics = dist.data_parallel_train(trainer, mesh)(jax.random.PRNGKey(3), hp)
+        anakin = dist.data_parallel_train(trainer, mesh)
+        a_state, a_metrics = anakin(jax.random.PRNGKey(3), hp)
+        again = anakin(jax.random.PRNGKey(3), hp)[1]  # the same key: the same run, bitwise
+        out[f"anakin_{algo}/again"] = np.array(
+            all(
+                np.array_equal(np.asarray(a_metrics[k]), np.asarray(again[k]), equal_nan=True)
+                for k in a_metrics
+            )  # fmt: skip
+        )
         for k, v in a_metrics.items():
             out[f"anakin_{algo}/m/{k}"] = np.asarray(v)
         for i, leaf in enumerate(jax.tree.leaves(trainer.agent.get_params(a_state.agent_state))):
@@ -203,9 +211,11 @@ def test_data_parallel_envs_match_one_device(single_process, algo):
 @pytest.mark.parametrize("algo", ["mappo", "qmix"])
 def test_data_parallel_learners_stay_in_step(single_process, algo):
     """`data_parallel_train` on 4 devices: every device ends with the same parameters (the
-    all-reduced gradients), the parameters moved, and the metrics count every device's envs."""
+    all-reduced gradients), the parameters moved, the metrics count every device's envs, and a
+    second call with the same key repeats the run bitwise."""
     data = single_process
     params = [v for k, v in sorted(data.items()) if k.startswith(f"anakin_{algo}/p/")]
+    assert f"anakin_{algo}/again" in data
     ref = [v for k, v in sorted(data.items()) if k.startswith(f"dp_{algo}_ref/p/")]
     assert params and len(params) == len(ref)
     for leaf in params:
@@ -213,6 +223,7 @@ def test_data_parallel_learners_stay_in_step(single_process, algo):
         for d in range(1, 4):
             np.testing.assert_array_equal(leaf[d], leaf[0])
     np.testing.assert_array_equal(data[f"anakin_{algo}/m/env_steps"], [32, 64, 96])
+    assert bool(data[f"anakin_{algo}/again"]), "a second call with the same key differed"
     assert np.all(np.isfinite(data[f"anakin_{algo}/m/episode_return"]))
     loss = data[f"anakin_{algo}/m/{'policy_loss' if algo == 'mappo' else 'loss'}"]
     assert np.all(np.isfinite(loss)) and np.any(loss != 0), "no update ran"
