@@ -46,6 +46,17 @@ all-reduce or gather, so no agent needs a `pmean` of its own and every agent wor
 The result is the single-device computation up to float32 reduction order
 (`tests/test_distributed.py`). Costs to know: a replay buffer is replicated (every device
 holds all of it), and minibatch shuffles across environments move data between devices.
+
+Data-parallel learners (one run, its environments AND its learner split over devices; the
+Anakin architecture of Hessel et al. 2021):
+
+    states, metrics = data_parallel_train(trainer)(key, hparams)   # state leaves [D, ...]
+
+Each device keeps its own share of the learner's data (rollout share, or its own replay
+buffer) and its share of every batch; agents that support it (`Agent.data_parallel`) average
+gradients and batch statistics with `pmean`, so the parameters stay identical on every device.
+This is the fast path (the learner's arithmetic itself runs in parallel, also over the cores of
+one CPU seen as several host devices); `data_parallel_run` is the general one.
 """
 
 from __future__ import annotations
@@ -366,7 +377,8 @@ def data_parallel_train(
     (mini)batch (`batch_size / D` sequences for the value learners); gradients and batch
     statistics (advantage and value normalisation) are averaged over the devices with `pmean`
     (`Agent.data_parallel`), so every device applies the same update and the parameters stay
-    identical everywhere. The only communication is one all-reduce per gradient step. The
+    identical everywhere. The communication is one all-reduce per gradient step (plus one per
+    PPO minibatch for the advantage statistics and one per update for ValueNorm). The
     agent starts from the same parameters on every device (the run's key); the environments
     and the acting noise use `fold_in(key, device)`, so with `D > 1` a run samples different
     trajectories than `trainer.train` with the same key (with `D = 1` it is `trainer.train`).
@@ -395,6 +407,8 @@ def data_parallel_train(
         divide by the device count (naming valid choices).
     """
     mesh = envs_mesh() if mesh is None else mesh
+    if ENVS_AXIS not in mesh.shape:
+        raise ValueError(f"the mesh needs an {ENVS_AXIS!r} axis (see envs_mesh), got {mesh.shape}")
     D = mesh.shape[ENVS_AXIS]
     config = trainer.config
     check_divisible(config.num_envs, D, what="envs")
