@@ -3,23 +3,30 @@
 A factory (e.g. `marljax.agents.ppo.make_ppo(config, env, env_params)`) closes over static
 structure (network sizes, parameter mode, loop lengths) and returns an `Agent`:
 
-    init(key, hparams)                              -> agent_state
-    initial_carry(num_envs)                         -> carry            (recurrent state, () if none)
-    act(agent_state, carry, obs, key, hparams)      -> (actions, carry, policy_info)
-    update(agent_state, trajectory, hparams, key)   -> (agent_state, metrics)
-    default_hparams()                               -> hparams          (a traced pytree)
+    init(key, hparams)                                      -> agent_state
+    initial_carry(num_envs)                                 -> carry        (() if not recurrent)
+    act(agent_state, carry, obs, key, hparams, greedy=False) -> (actions, carry, policy_info)
+    update(agent_state, trajectory, hparams, key)           -> (agent_state, metrics)
+    default_hparams()                                       -> hparams      (a traced pytree)
+    get_params(agent_state)                                 -> AgentParams  (policy, critic)
 
 Everything that changes during training lives in `agent_state` (a pytree); every numeric
 hyperparameter that may be swept lives in `hparams` (a traced `flax.struct` pytree), so a grid of
-hyperparameters is one `vmap`. `act` receives `hparams` (beyond DESIGN.md's `act(state, obs, key)`)
-because exploration schedules are traced hyperparameters, and a `carry` because recurrent policies
-need one; both are `()`-cheap for agents that do not use them.
+hyperparameters is one `vmap`. `act` receives `hparams` because exploration schedules are traced
+hyperparameters, and a `carry` because recurrent policies need one; both are `()`-cheap for agents
+that do not use them. `act(..., greedy=True)` is the deterministic policy every agent has: the
+mode of its action distribution (argmax of the logits, the Gaussian mean, tanh of the mean) or the
+argmax of its Q-values; evaluation uses it. `greedy` is static (a Python bool).
+
+The callables are typed by the Protocols below, so an editor and a type checker show what each
+takes; an `Agent` is a NamedTuple of them, so it is cheap to build, to pass into `jit`, and to
+wrap (replace one function, keep the rest).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 from flax import struct
@@ -77,19 +84,77 @@ class Trajectory:
     initial_carry: Any
 
 
+@struct.dataclass
+class AgentParams:
+    """The learned parameters of any agent, in one structure.
+
+    Attributes:
+      policy: what acting needs (actor network, Q-network; with a leading `[A]` axis in the
+        independent parameter mode).
+      critic: what only learning needs (value critic, Q-critics, mixer); None when the agent has
+        none.
+    """
+
+    policy: Any
+    critic: Any = None
+
+
+class InitFn(Protocol):
+    def __call__(self, key: Array, hparams: Any) -> Any:
+        """A fresh agent state (parameters, optimiser state, buffers, counters)."""
+
+
+class InitialCarryFn(Protocol):
+    def __call__(self, num_envs: int) -> Any:
+        """The recurrent carry for `num_envs` environments (leaves `[E, A, ...]`; () if none)."""
+
+
+class ActFn(Protocol):
+    def __call__(
+        self,
+        agent_state: Any,
+        carry: Any,
+        observation: Observation,
+        key: Array,
+        hparams: Any,
+        greedy: bool = False,
+    ) -> tuple[Array, Any, Any]:
+        """`(actions [E, A, ...], carry, policy_info)` for one step of `E` environments.
+
+        `greedy=True` (static) acts deterministically: the mode of the policy or argmax Q.
+        """
+
+
+class UpdateFn(Protocol):
+    def __call__(
+        self, agent_state: Any, trajectory: Trajectory, hparams: Any, key: Array
+    ) -> tuple[Any, dict]:
+        """Learn from `T` steps of `E` environments: `(agent_state, metrics)` (scalar metrics)."""
+
+
+class GetParamsFn(Protocol):
+    def __call__(self, agent_state: Any) -> AgentParams:
+        """The agent's learned parameters (see `AgentParams`)."""
+
+
+class CheckBatchFn(Protocol):
+    def __call__(self, num_envs: int, rollout_len: int) -> None:
+        """Raise a clear error, before any compile, when the batch does not fit the agent."""
+
+
 class Agent(NamedTuple):
     """An agent as pure functions (see the module docstring)."""
 
-    init: Callable[[Array, Any], Any]
-    initial_carry: Callable[[int], Any]
-    act: Callable[[Any, Any, Observation, Array, Any], tuple[Array, Any, Any]]
-    update: Callable[[Any, Trajectory, Any, Array], tuple[Any, dict]]
+    init: InitFn
+    initial_carry: InitialCarryFn
+    act: ActFn
+    update: UpdateFn
     default_hparams: Callable[[], Any]
-    #: the agent's parameters pytree inside `agent_state` (used by tests, checkpoints, evaluation).
-    get_params: Callable[[Any], Any]
+    #: the agent's learned parameters as an `AgentParams` (tests, checkpoints, evaluation).
+    get_params: GetParamsFn
     #: `check_batch(num_envs, rollout_len)` raises a clear error, before any compile, if the
     #: runner's batch does not fit the agent (e.g. minibatch divisibility).
-    check_batch: Callable[[int, int], None] = lambda num_envs, rollout_len: None
+    check_batch: CheckBatchFn = lambda num_envs, rollout_len: None
     #: `data_parallel(axis_name, num_shards)`: the same agent built for one of `num_shards`
     #: data-parallel learners on the mapped device axis `axis_name`, each holding
     #: `1 / num_shards` of the batch (and of a replay buffer), averaging gradients and batch

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import optax
 from jax.flatten_util import ravel_pytree
 
 Array = jax.Array
@@ -152,7 +153,10 @@ __all__ = [
     "check_choice",
     "check_parameter_mode",
     "init_per_agent",
+    "data_mean",
+    "data_shards",
     "lookup_preset",
+    "make_optimizer",
 ]
 
 
@@ -171,3 +175,36 @@ def data_mean(tree: Any, axis_name: str | None) -> Any:
 def data_shards(axis_name: str | None) -> Array | int:
     """The number of data-parallel shards on `axis_name` (1 if None)."""
     return 1 if axis_name is None else jax.lax.psum(1, axis_name)
+
+
+def make_optimizer(
+    lr: Array | float,
+    max_grad_norm: Array | float,
+    *,
+    kind: str = "adam",
+    eps: Array | float = 1e-8,
+    rms_decay: Array | float = 0.99,
+) -> optax.GradientTransformation:
+    """The optimiser every agent uses: global-norm clipping, then Adam / RAdam / RMSProp, then lr.
+
+    Built inside traced code from traced hyperparameters (so `lr`, `max_grad_norm`, `eps` and
+    `rms_decay` may be vmapped over in a sweep); the optimiser state's structure depends only on
+    `kind`.
+
+    Args:
+      lr: learning rate (a schedule's current value when decayed).
+      max_grad_norm: gradients are clipped to this global norm first.
+      kind: "adam", "radam" or "rmsprop" (static).
+      eps: the optimiser's epsilon.
+      rms_decay: RMSProp's decay (ignored otherwise).
+    """
+    check_choice("optimizer", kind, ("adam", "radam", "rmsprop"))
+    if kind == "adam":
+        scale = optax.scale_by_adam(eps=eps)
+    elif kind == "radam":
+        scale = optax.scale_by_radam(eps=eps)
+    else:
+        scale = optax.scale_by_rms(decay=rms_decay, eps=eps)
+    return optax.chain(
+        optax.clip_by_global_norm(max_grad_norm), scale, optax.scale_by_learning_rate(lr)
+    )
