@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 
@@ -68,6 +69,26 @@ class Checkpointer:
                 f"Checkpoint {step} in {self.directory} does not match this run's state "
                 f"(was it written with a different config?): {err}"
             ) from err
+
+    def restore_numpy(self, step: int | None = None) -> Any:
+        """Restore checkpoint `step` (default: the newest) as host NumPy arrays, no template.
+
+        For reading a run's saved state for analysis, on any machine: the arrays are not placed
+        on a device, so a checkpoint written on a CPU reads on a GPU host and the other way round
+        (restoring onto devices, `restore`, takes their placement from `like`).
+
+        Raises:
+          FileNotFoundError: no checkpoint in the directory.
+        """
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"No complete checkpoint in {self.directory}")
+        path = os.path.join(self.directory, str(step), "default")
+        checkpointer = ocp.PyTreeCheckpointer()
+        meta = checkpointer.metadata(path)
+        tree = getattr(meta, "item_metadata", None) or getattr(meta, "tree", None) or meta
+        args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
+        return checkpointer.restore(path, args=ocp.args.PyTreeRestore(restore_args=args))
 
     def close(self) -> None:
         self._manager.close()

@@ -309,9 +309,28 @@ class ValidateActions(Wrapper):
             allowed = jnp.take_along_axis(mask, idx[:, None], axis=1)[:, 0]
         else:
             allowed = jnp.ones_like(in_space)
-        jax.debug.callback(_raise_invalid, actions, in_space, allowed, ordered=True)
+        # The env steps on the callback's output (the actions, unchanged), so the step's results
+        # depend on the check: an invalid action fails THIS call, also on an accelerator, where
+        # an effect-only callback's error surfaces only at a later call.
+        if not any(isinstance(x, jax.core.Tracer) for x in (actions, in_space, allowed)):
+            _raise_invalid(actions, in_space, allowed)
+        else:
+            actions = jax.pure_callback(
+                _checked_actions,
+                jax.ShapeDtypeStruct(actions.shape, actions.dtype),
+                actions,
+                in_space,
+                allowed,
+                vmap_method="broadcast_all",
+            )
         inner, ts = self._env.step(key, inner, actions, params)
         return (inner, ts.action_mask), ts
+
+
+def _checked_actions(actions, in_space, allowed) -> np.ndarray:
+    """`actions` unchanged, after `_raise_invalid` (host side of `ValidateActions`)."""
+    _raise_invalid(actions, in_space, allowed)
+    return np.asarray(actions)
 
 
 def _raise_invalid(actions, in_space, allowed) -> None:
