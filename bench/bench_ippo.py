@@ -28,6 +28,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 from harness import (
+    TRAIN_SEEDS,
     Options,
     Result,
     case,
@@ -36,6 +37,7 @@ from harness import (
     main_with_steps,
     marljax_training,
     notes_table,
+    seeded,
     timed,
 )
 
@@ -89,10 +91,12 @@ def jaxmarl_ippo(opts: Options) -> list[Result]:
     steps = _steps(opts)
     module, base = jaxmarl_baseline("baselines/IPPO", "ippo_ff_mpe", ["config/ippo_ff_mpe.yaml"])
     config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False, "NUM_SEEDS": 1}
-    train = module.make_train(dict(config))
-    t = timed(train, jax.random.PRNGKey(0), repeats=1, first_call=False)
+    train, key = seeded(module.make_train(dict(config)))
+    t = timed(train, key, repeats=1, first_call=False)
     info = t.output["metrics"]
-    last = jax.tree.map(lambda x: np.asarray(x)[-1], info)  # the last update [T, actors]
+    n = TRAIN_SEEDS["n"]
+    # the last update [(seeds,) T, actors]; with seeds the update axis is the second
+    last = jax.tree.map(lambda x: np.asarray(x)[:, -1] if n > 1 else np.asarray(x)[-1], info)
     done = last["returned_episode"].astype(bool)
     ret = float(last["returned_episode_returns"][done].mean()) if done.any() else float("nan")
     updates = steps // ROLLOUT // NUM_ENVS
@@ -100,8 +104,8 @@ def jaxmarl_ippo(opts: Options) -> list[Result]:
         t.result(
             _task(steps),
             "jaxmarl",
-            updates * ROLLOUT * NUM_ENVS,
-            notes={"final_return": ret, "num_updates": updates},
+            n * updates * ROLLOUT * NUM_ENVS,
+            notes={"final_return": ret, "num_updates": updates, "seeds": n},
         )
     ]
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from bench_pathfinding import timed_starts  # compile once, time several start states
-from harness import Options, Result, SkipCase, case, main, requires, timed
+from harness import Options, Result, SkipCase, case, env_sizes, main, requires, timed
 
 from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
 from marljax.envs.grid.lbf import LevelBasedForaging
@@ -47,7 +47,7 @@ MAX_STEPS = 50
 
 
 def _sizes(opts: Options) -> tuple[int, ...]:
-    return (1, 64) if opts.quick else NUM_ENVS
+    return env_sizes(opts, NUM_ENVS)
 
 
 def _steps(num_agents: int, num_envs: int, quick: bool) -> int:

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import jax
 import numpy as np
 from harness import (
+    TRAIN_SEEDS,
     Options,
     Result,
     case,
@@ -42,6 +42,7 @@ from harness import (
     main_with_steps,
     marljax_training,
     notes_table,
+    seeded,
     timed,
 )
 
@@ -106,18 +107,24 @@ def jaxmarl_mappo(opts: Options) -> list[Result]:
     # `wandb.log` in its per-update `io_callback`. Point that module's `wandb` at a recorder.
     logged: list[dict] = []
     module.wandb = SimpleNamespace(log=lambda row: logged.append(row))
-    train = module.make_train(dict(config))
-    t = timed(train, jax.random.PRNGKey(0), repeats=1, first_call=False)
-    # The last logged row: mean over agents of the last finished episode's return (the
-    # MPELogWrapper return, summed over agents as in bench_ippo.py).
-    ret = float(np.asarray(logged[-1]["returns"])) if logged else float("nan")
+    train, key = seeded(module.make_train(dict(config)))
+    t = timed(train, key, repeats=1, first_call=False)
+    # The last logged row of each seed: mean over agents of the last finished episode's return
+    # (the MPELogWrapper return, summed over agents as in bench_ippo.py).
+    n = TRAIN_SEEDS["n"]
+    if not logged:
+        ret = float("nan")
+    elif np.ndim(logged[-1]["returns"]):  # the callback ran batched: one row holds every seed
+        ret = float(np.mean(np.asarray(logged[-1]["returns"])))
+    else:  # one row per seed and update: the last n rows
+        ret = float(np.mean([float(np.asarray(r["returns"])) for r in logged[-n:]]))
     updates = steps // ROLLOUT // NUM_ENVS
     return [
         t.result(
             _task(steps),
             "jaxmarl",
-            updates * ROLLOUT * NUM_ENVS,
-            notes={"final_return": ret, "num_updates": updates},
+            n * updates * ROLLOUT * NUM_ENVS,
+            notes={"final_return": ret, "num_updates": updates, "seeds": n},
         )
     ]
 

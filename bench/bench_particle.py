@@ -27,7 +27,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
-from harness import Options, Result, SkipCase, case, main, requires, timed
+from harness import Options, Result, SkipCase, case, env_sizes, env_steps, main, requires, timed
 
 import marljax
 import marljax.envs.particle  # noqa: F401  (registers particle/*)
@@ -53,7 +53,7 @@ NUM_STEPS = 500
 
 
 def _sizes(opts: Options) -> tuple[tuple[int, ...], int]:
-    return ((1, 64), 50) if opts.quick else (NUM_ENVS, NUM_STEPS)
+    return env_sizes(opts, NUM_ENVS), env_steps(opts, NUM_STEPS)
 
 
 def _task(task: str, num_envs: int) -> str:

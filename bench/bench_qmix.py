@@ -32,6 +32,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 from harness import (
+    TRAIN_SEEDS,
     Options,
     Result,
     case,
@@ -40,6 +41,7 @@ from harness import (
     jaxmarl_baseline,
     main_with_steps,
     notes_table,
+    seeded,
     timed,
 )
 
@@ -77,10 +79,11 @@ def _trainer(steps: int):
 def _run(steps: int, data_parallel: bool, framework: str) -> list[Result]:
     trainer, hp = _trainer(steps)
     fn = data_parallel_train(trainer) if data_parallel else trainer.train
-    t = timed(fn, jax.random.PRNGKey(0), hp, repeats=1, first_call=False)
+    fn, key = seeded(fn, 1)
+    t = timed(fn, key, hp, repeats=1, first_call=False)
     state, _ = t.output
     agent_state = state.agent_state
-    if data_parallel:  # the same parameters on every device: evaluate device 0's
+    if data_parallel or TRAIN_SEEDS["n"] > 1:  # evaluate device 0's / seed 0's parameters
         agent_state = jax.tree.map(lambda x: x[0], agent_state)
     greedy = hp.replace(eps_start=0.0, eps_finish=0.0)
     env, params, agent = trainer.env, trainer.env_params, trainer.agent
@@ -93,8 +96,13 @@ def _run(steps: int, data_parallel: bool, framework: str) -> list[Result]:
         t.result(
             _task(steps),
             framework,
-            config.num_updates * config.steps_per_update,
-            notes={"greedy_return": ret, "num_updates": config.num_updates},
+            TRAIN_SEEDS["n"] * config.num_updates * config.steps_per_update,
+            notes={
+                "greedy_return": ret,
+                "num_updates": config.num_updates,
+                "seeds": TRAIN_SEEDS["n"],
+                "return_of": "seed 0",
+            },
         )
     ]
 
@@ -125,10 +133,10 @@ def jaxmarl_qmix(opts: Options) -> list[Result]:
     config = {**base, "TOTAL_TIMESTEPS": steps, "NUM_SEEDS": 1, "WANDB_MODE": "disabled"}
     env, _ = module.env_from_config(dict(config))
     timing_cfg = {**config, "TEST_DURING_TRAINING": False}
-    train = module.make_train(dict(timing_cfg), env)
-    t = timed(train, jax.random.PRNGKey(0), repeats=1, first_call=False)
+    train, key = seeded(module.make_train(dict(timing_cfg), env))
+    t = timed(train, key, repeats=1, first_call=False)
     updates = steps // config["NUM_STEPS"] // config["NUM_ENVS"]
-    # The return: the same run with its own greedy test switched on (read at the end).
+    # The return: seed 0's run with its own greedy test switched on (read at the end).
     test_cfg = {**config, "TEST_DURING_TRAINING": True}
     out = jax.jit(module.make_train(dict(test_cfg), env))(jax.random.PRNGKey(0))
     test_state = out["runner_state"][2]
@@ -137,8 +145,13 @@ def jaxmarl_qmix(opts: Options) -> list[Result]:
         t.result(
             _task(steps),
             "jaxmarl",
-            updates * config["NUM_STEPS"] * config["NUM_ENVS"],
-            notes={"greedy_return": ret, "num_updates": updates},
+            TRAIN_SEEDS["n"] * updates * config["NUM_STEPS"] * config["NUM_ENVS"],
+            notes={
+                "greedy_return": ret,
+                "num_updates": updates,
+                "seeds": TRAIN_SEEDS["n"],
+                "return_of": "seed 0",
+            },
         )
     ]
 

@@ -24,7 +24,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
-from harness import Options, Result, SkipCase, case, main, requires, timed
+from harness import Options, Result, SkipCase, case, env_sizes, env_steps, main, requires, timed
 
 import marljax
 import marljax.envs.social  # noqa: F401  (registers social/*)
@@ -36,7 +36,7 @@ EPISODE = 50
 
 
 def _sizes(opts: Options) -> tuple[tuple[int, ...], int]:
-    return ((1, 64), 50) if opts.quick else (NUM_ENVS, NUM_STEPS)
+    return env_sizes(opts, NUM_ENVS), env_steps(opts, NUM_STEPS)
 
 
 def _task(num_envs: int) -> str:

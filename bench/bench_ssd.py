@@ -33,7 +33,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
-from harness import Options, Result, SkipCase, case, main, requires, timed
+from harness import Options, Result, SkipCase, case, env_sizes, main, requires, timed
 
 import marljax
 import marljax.envs.social.dilemma_grid  # noqa: F401  (registers the social/* grid ids)
@@ -55,11 +55,13 @@ MARLJAX_CONFIGS = (
 
 
 def _sizes(opts: Options) -> tuple[int, ...]:
-    return (1, 64) if opts.quick else NUM_ENVS
+    return env_sizes(opts, NUM_ENVS)
 
 
 def _num_steps(num_envs: int, opts: Options) -> int:
     """Steps per timed call: about 0.1-1 s of work on a 2-core CPU."""
+    if opts.num_steps:
+        return opts.num_steps
     if opts.quick:
         return 20
     return {1: 1000, 64: 200}.get(num_envs, 50)

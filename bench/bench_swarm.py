@@ -78,9 +78,16 @@ def _fns(task: str, num_envs: int, num_agents: int, overrides: dict):
     return env, reset, rollout
 
 
+def _rows(opts: Options) -> tuple:
+    """`--num-agents A1,A2,...`: one env of each size (`--num-steps`, default 10); else ROWS."""
+    if opts.num_agents:
+        return tuple((1, A, opts.num_steps or 10, {}, "") for A in opts.num_agents)
+    return QUICK_ROWS if opts.quick else ROWS
+
+
 def _scaling(task: str, opts: Options) -> list[Result]:
     results = []
-    for E, A, T, overrides, label in QUICK_ROWS if opts.quick else ROWS:
+    for E, A, T, overrides, label in _rows(opts):
         env, reset, rollout = _fns(task, E, A, overrides)
         env_state = jax.jit(reset)(jax.random.key(0))
         t = timed(

@@ -238,6 +238,12 @@ def machine_info() -> str:
 # ----------------------------------------------------------------------------- cases
 
 
+def is_out_of_memory(err: BaseException) -> bool:
+    """True for XLA's out-of-memory errors (a size that does not fit is a result, not a crash)."""
+    text = str(err)
+    return "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "out of memory" in text
+
+
 class SkipCase(Exception):
     """Raised by a case that cannot run here (e.g. an optional framework is not installed)."""
 
@@ -250,11 +256,36 @@ class Options:
       quick: a much smaller run (smoke test of the benchmark code, numbers not meaningful).
       repeats: timed steady-state calls per measurement.
       first_call: also time a fresh first call including compile (a second compile).
+      num_envs: `--num-envs`: the env counts of an env benchmark instead of its defaults
+        (e.g. 1k to 1M on a GPU).
+      num_steps: `--num-steps`: the steps per timed call of an env benchmark.
+      num_agents: `--num-agents`: the swarm sizes of the swarm benchmark.
     """
 
     quick: bool = False
     repeats: int = 5
     first_call: bool = True
+    num_envs: tuple[int, ...] | None = None
+    num_steps: int | None = None
+    num_agents: tuple[int, ...] | None = None
+
+
+def env_sizes(opts: Options, default: tuple[int, ...], quick: tuple[int, ...] = (1, 64)):
+    """The env counts an env benchmark runs: `--num-envs`, else quick or default sizes."""
+    if opts.num_envs:
+        return opts.num_envs
+    return quick if opts.quick else default
+
+
+def env_steps(opts: Options, default: int, quick: int = 50) -> int:
+    """The steps per timed call of an env benchmark: `--num-steps`, else quick or default."""
+    if opts.num_steps:
+        return opts.num_steps
+    return quick if opts.quick else default
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    return tuple(int(float(v)) for v in text.split(","))
 
 
 CaseFn = Callable[[Options], list[Result]]
@@ -324,6 +355,25 @@ def jaxmarl_baseline(folder: str, module: str, config_files: Sequence[str]) -> t
     return mod, config
 
 
+#: seeds per training program (`--seeds` of the training benchmarks): more than one trains them
+#: as one program, `vmap`ped over the seed keys, in both frameworks (JaxMARL's `NUM_SEEDS`).
+TRAIN_SEEDS: dict[str, int] = {"n": 1}
+
+
+def seeded(fn: Callable, num_args: int = 0) -> tuple[Callable, jax.Array]:
+    """`(fn, key)` to time a training function of `(key, *args)` over `TRAIN_SEEDS` seeds.
+
+    One seed: `fn` itself and `PRNGKey(0)`. More: `fn` vmapped over the leading axis of the keys
+    (other arguments shared) and `n` keys split from `PRNGKey(0)`; the outputs gain a leading
+    seed axis.
+    """
+    n = TRAIN_SEEDS["n"]
+    key = jax.random.PRNGKey(0)
+    if n == 1:
+        return fn, key
+    return jax.vmap(fn, in_axes=(0, *([None] * num_args))), jax.random.split(key, n)
+
+
 def marljax_training(
     trainer: Any, hparams: Any, task: str, fn: Callable | None = None, framework: str = "marljax"
 ) -> list[Result]:
@@ -334,17 +384,19 @@ def marljax_training(
     return noted is the last update's training-episode return summed over agents (the
     per-agent mean times the number of agents), as the JaxMARL training benchmarks report.
     """
-    fn = trainer.train if fn is None else fn
-    t = timed(fn, jax.random.PRNGKey(0), hparams, repeats=1, first_call=False)
+    fn, key = seeded(trainer.train if fn is None else fn, 1)
+    t = timed(fn, key, hparams, repeats=1, first_call=False)
     _, metrics = t.output
-    ret = float(np.asarray(metrics["episode_return"])[-1]) * trainer.env.num_agents
+    last = np.asarray(metrics["episode_return"])[..., -1]  # [seeds] or []
+    ret = float(np.mean(last)) * trainer.env.num_agents
     config = trainer.config
+    n = TRAIN_SEEDS["n"]
     return [
         t.result(
             task,
             framework,
-            config.num_updates * config.steps_per_update,
-            notes={"final_return": ret, "num_updates": config.num_updates},
+            n * config.num_updates * config.steps_per_update,
+            notes={"final_return": ret, "num_updates": config.num_updates, "seeds": n},
         )
     ]
 
@@ -441,8 +493,10 @@ def main_with_steps(
     `--jaxmarl-src PATH`; one timed call per case, no extra first-call compile."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--steps", type=int, default=settings["steps"])
+    pre.add_argument("--seeds", type=int, default=1, help="seeds per program, vmapped")
     known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
     settings["steps"] = known.steps
+    TRAIN_SEEDS["n"] = max(1, known.seeds)
     sys.argv = [sys.argv[0], *rest]
     return main(names, description, "jaxmarl", after=after, repeats=1, first_call=False)
 
@@ -459,6 +513,12 @@ def run_cases(names: Sequence[str], opts: Options) -> tuple[list[Result], dict[s
         except SkipCase as e:
             skipped[name] = str(e)
             print(f"# skipped {name}: {e}", file=sys.stderr, flush=True)
+            continue
+        except Exception as e:  # noqa: BLE001  (only out-of-memory is a result; re-raise the rest)
+            if not is_out_of_memory(e):
+                raise
+            skipped[name] = f"out of device memory: {str(e).splitlines()[0][:200]}"
+            print(f"# {name}: {skipped[name]}", file=sys.stderr, flush=True)
             continue
         print(f"# {name} took {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
         results.extend(out)
@@ -570,6 +630,11 @@ def parser(description: str, repeats: int = 5, first_call: bool = True) -> argpa
         f"default {'on' if first_call else 'off'})",
     )
     p.add_argument("--cases", nargs="*", help="run only these registered cases (default: all)")
+    p.add_argument(
+        "--num-envs", type=_int_list, help="env benchmarks: env counts, e.g. 1024,16384,1048576"
+    )
+    p.add_argument("--num-steps", type=int, help="env benchmarks: steps per timed call")
+    p.add_argument("--num-agents", type=_int_list, help="swarm benchmark: agents per env")
     return p
 
 
@@ -596,7 +661,14 @@ def main(
     unknown = [n for n in names if n not in CASES]
     if unknown:
         raise SystemExit(f"unknown case(s) {unknown}; registered: {sorted(CASES)}")
-    opts = Options(quick=args.quick, repeats=args.repeats, first_call=args.first_call)
+    opts = Options(
+        quick=args.quick,
+        repeats=args.repeats,
+        first_call=args.first_call,
+        num_envs=args.num_envs,
+        num_steps=args.num_steps,
+        num_agents=args.num_agents,
+    )
     results, skipped = run_cases(names, opts)
     print_table(results, baseline)
     for name, why in skipped.items():
