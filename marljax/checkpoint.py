@@ -16,6 +16,14 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 
+#: what an array without elements is stored as (see `Checkpointer.save`).
+_EMPTY = np.zeros((), np.int8)
+
+
+def _is_empty(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and 0 in tuple(x.shape)
+
+
 class Checkpointer:
     """Save and restore `RunnerState` pytrees under `directory/<update_idx>`.
 
@@ -34,7 +42,13 @@ class Checkpointer:
         self._manager = ocp.CheckpointManager(self.directory, options=opts)
 
     def save(self, step: int, state: Any) -> None:
-        """Write `state` as checkpoint `step` and wait until it is complete on disk."""
+        """Write `state` as checkpoint `step` and wait until it is complete on disk.
+
+        Leaves with no elements (e.g. the `[E, A, 0]` action mask of a continuous-action env)
+        are stored as a 0-d placeholder (orbax cannot write empty arrays); `restore` puts the
+        empty arrays of its template back.
+        """
+        state = jax.tree.map(lambda x: _EMPTY if _is_empty(x) else x, state)
         self._manager.save(int(step), args=ocp.args.StandardSave(state))
         self._manager.wait_until_finished()
 
@@ -61,9 +75,12 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"No complete checkpoint in {self.directory}")
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+        abstract = jax.tree.map(
+            lambda x: ocp.utils.to_shape_dtype_struct(_EMPTY if _is_empty(x) else x), like
+        )
         try:
-            return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+            restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+            return jax.tree.map(lambda r, x: x if _is_empty(x) else r, restored, like)
         except Exception as err:  # orbax raises several types for structure/shape mismatches
             raise ValueError(
                 f"Checkpoint {step} in {self.directory} does not match this run's state "
@@ -75,7 +92,8 @@ class Checkpointer:
 
         For reading a run's saved state for analysis, on any machine: the arrays are not placed
         on a device, so a checkpoint written on a CPU reads on a GPU host and the other way round
-        (restoring onto devices, `restore`, takes their placement from `like`).
+        (restoring onto devices, `restore`, takes their placement from `like`). Leaves saved
+        without elements come back as their 0-d placeholder (`int8` zero).
 
         Raises:
           FileNotFoundError: no checkpoint in the directory.

@@ -377,12 +377,15 @@ def plot_learning_curves(
 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
     for g, label in enumerate(labels):
-        r = returns[g]
-        with np.errstate(all="ignore"):
-            mean = np.nanmean(r, axis=0)
-            lo, hi = np.nanmin(r, axis=0), np.nanmax(r, axis=0)
-        ax.plot(env_steps, mean, label=label)
-        ax.fill_between(env_steps, lo, hi, alpha=0.2)
+        # Updates in which no episode ended (NaN for every seed) are left out, so the curve
+        # joins the updates that have a value instead of breaking (and no empty-slice warning).
+        r = np.asarray(returns[g], float).reshape(-1, len(env_steps))
+        cols = np.isfinite(r).any(axis=0)
+        r, x = r[:, cols], np.asarray(env_steps)[cols]
+        mean = np.nanmean(r, axis=0)
+        lo, hi = np.nanmin(r, axis=0), np.nanmax(r, axis=0)
+        ax.plot(x, mean, label=label)
+        ax.fill_between(x, lo, hi, alpha=0.2)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episode return (mean over agents)")
     ax.set_title(title)

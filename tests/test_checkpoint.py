@@ -1,0 +1,30 @@
+"""Checkpointer: trees with empty leaves (continuous-action masks), and reading without a template."""
+
+import jax.numpy as jnp
+import numpy as np
+
+from marljax.checkpoint import Checkpointer
+
+
+def _state():
+    return {
+        "params": jnp.arange(6.0).reshape(2, 3),
+        "mask": jnp.zeros((4, 2, 0), bool),  # [E, A, 0]: a continuous-action env's action mask
+        "replay": {"mask": jnp.zeros((8, 0), bool), "count": jnp.int32(3)},
+    }
+
+
+def test_empty_leaves_save_and_restore(tmp_path):
+    state = _state()
+    with Checkpointer(tmp_path / "c") as ckpt:
+        ckpt.save(1, state)
+        back = ckpt.restore(state)
+        raw = ckpt.restore_numpy()
+    assert back["mask"].shape == (4, 2, 0) and back["mask"].dtype == jnp.bool_
+    assert back["replay"]["mask"].shape == (8, 0)
+    np.testing.assert_array_equal(back["params"], state["params"])
+    assert int(back["replay"]["count"]) == 3
+    # without a template: host arrays; the empty leaves are their 0-d placeholders
+    assert isinstance(raw["params"], np.ndarray)
+    np.testing.assert_array_equal(raw["params"], np.arange(6.0).reshape(2, 3))
+    assert raw["mask"].shape == ()
