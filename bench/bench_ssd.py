@@ -2,7 +2,7 @@
 
 JaxMARL 0.2.0 has no Cleanup or Harvest, so the reference is its STORM gridworld `storm_2p`
 ("InTheGrid": 2 agents on an 8 x 8 grid, 5 x 5 egocentric views, 152-step episodes; plain `storm`
-is pathologically slow on CPU, see shared KNOWN_ISSUES). These are different games: the ratios
+runs at about 16 env steps/s on a 2-core CPU whatever the batch size). These are different games: the ratios
 compare the throughput of comparable workloads (partially observed gridworld social dilemmas
 with egocentric, rotated views), not the same computation. Three sizes of marljax's games are
 measured beside it:

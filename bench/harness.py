@@ -11,7 +11,7 @@ is two cases that report the same `Result.task` under different `Result.framewor
         ...
         return [Result(task="matrix/ipd-v0 E=64", framework="numpy", ...)]
 
-Rules (DESIGN.md section 7): speed is measured here, never in timed tests; every table names the
+Rules: speed is measured here, never in timed tests; every table names the
 machine; compile time is reported apart from run time; comparisons are made in the same run.
 """
 

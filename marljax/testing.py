@@ -7,7 +7,7 @@ Every environment's tests call::
     env, params = marljax.make("family/name-v0")
     check_env(env, params)
 
-`check_env` checks the environment contract of DESIGN.md section 2 (pure `reset`/`step`, traced
+`check_env` checks the environment contract (docs/envs.md) (pure `reset`/`step`, traced
 params, agents as a leading axis, declared spaces, masks, determinism, episode ends) and raises an
 `AssertionError` naming the environment and the property that failed.
 
@@ -166,7 +166,7 @@ def check_env(
     num_envs: int = 4,
     seed: int = 0,
 ) -> None:
-    """Check that an environment meets the marljax environment contract (DESIGN.md section 2).
+    """Check that an environment meets the marljax environment contract (docs/envs.md).
 
     In order, it checks:
 

@@ -1,6 +1,6 @@
 """Pieces every agent shares: per-agent network inputs and applying a network over the agent axis.
 
-The three parameter modes of DESIGN.md section 3 live here once:
+The three parameter modes every agent supports live here once:
 
 - `shared`: one parameter pytree, agents folded into the batch;
 - `shared_id`: the same, with a one-hot agent id appended to each agent's input;
