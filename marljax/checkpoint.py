@@ -15,7 +15,6 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-
 #: what an array without elements is stored as (see `Checkpointer.save`).
 _EMPTY = np.zeros((), np.int8)
 
