@@ -109,9 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--check-finite",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="after every chunk, stop at the first NaN/inf metric or parameter (naming the "
-        "update, metric, seed and hparams) before that chunk is checkpointed",
+        "update, metric, seed and hparams) before that chunk is checkpointed; on by default "
+        "(a diverged policy can look perfect), --no-check-finite turns it off",
     )
     train.add_argument(
         "--qtable",
@@ -249,7 +251,9 @@ def experiment_from_args(args: argparse.Namespace, base=None):
         agent={**base.agent, **agent_over},
         hparams={**base.hparams, **hp_over},
         grid=grid or base.grid,
-        check_finite=bool(getattr(args, "check_finite", False)) or base.check_finite,
+        check_finite=base.check_finite
+        if getattr(args, "check_finite", None) is None
+        else bool(args.check_finite),
     )
 
 
@@ -342,6 +346,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         max_memory_bytes=None if args.max_memory is None else sweep.parse_bytes(args.max_memory),
         runs_per_call=args.runs_per_call,
     )
+    if result.finite is not None and not result.finite[result.best_index].all():
+        print(
+            "marljax: error: no setting trained without NaN/inf in every seed; none is a result "
+            "(see the ranking above and sweep.json's non_finite_seeds)",
+            file=sys.stderr,
+        )
+        return 1
     print(f"best setting: {result.best_setting}")
     return 0
 

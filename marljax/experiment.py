@@ -66,8 +66,9 @@ class Experiment:
       checkpoint: write checkpoints between chunks.
       check_finite: after every chunk, check metrics and parameters for NaN/inf and stop with
         a `NonFiniteError` (naming the update, the metric or parameter, the seed and the hparams
-        setting) before that chunk is checkpointed. Not part of the static configuration: a run
-        may be resumed with or without it.
+        setting) before that chunk is checkpointed. On by default: a diverged run is never
+        reported as a result (a NaN policy can look perfect, e.g. always the first action).
+        Not part of the static configuration: a run may be resumed with or without it.
 
     `Experiment.from_dict` builds one from a JSON/YAML-like mapping, rejecting unknown keys.
     """
@@ -87,7 +88,7 @@ class Experiment:
     out_dir: str = "runs"
     name: str | None = None
     checkpoint: bool = True
-    check_finite: bool = False
+    check_finite: bool = True
 
     def __post_init__(self):
         for key, kind in (("algo", str), ("env", str), ("out_dir", str)):
@@ -456,6 +457,26 @@ def _finite_flags(metrics: dict, agent_state: Any) -> tuple[dict, Any]:
         return jnp.isfinite(x).reshape(*x.shape[:2], -1).all(-1)
 
     return {k: metric_ok(k, v) for k, v in metrics.items()}, jax.tree.map(leaf_ok, agent_state)
+
+
+def finite_runs(metrics: dict, agent_state: Any) -> np.ndarray:
+    """`[G, S]` bool: True where a run's metrics (every update) and parameters are all finite.
+
+    Args:
+      metrics: name -> `[G, S, U, ...]` arrays (NaN episode statistics of updates in which no
+        episode ended count as finite).
+      agent_state: the runs' final agent states, leaves `[G, S, ...]`.
+    """
+    metric_flags, param_flags = jax.tree.map(
+        np.asarray, jax.jit(_finite_flags)(metrics, agent_state)
+    )
+    ok = None
+    for flags in metric_flags.values():
+        run_ok = flags.reshape(*flags.shape[:2], -1).all(-1)
+        ok = run_ok if ok is None else ok & run_ok
+    for flags in jax.tree.leaves(param_flags):
+        ok = flags if ok is None else ok & flags
+    return np.asarray(ok, bool)
 
 
 def _raise_if_non_finite(flags, exp: Experiment, built: Built, done: int, n: int, ckpt) -> None:

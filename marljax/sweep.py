@@ -35,6 +35,7 @@ import itertools
 import math
 import os
 import time
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -472,8 +473,11 @@ class SweepResult:
       metrics: name -> `[G, S, U]` arrays.
       states: final `RunnerState` with leading `[G, S]` (numpy).
       final: `[G, S]` final value of the score metric per run (see `score_runs`).
-      scores: `[G]` mean of `final` over seeds (NaN-aware).
-      best_index: index of the best setting.
+      scores: `[G]` mean of `final` over seeds (NaN-aware); NaN for a setting with a
+        non-finite run, so that it ranks last.
+      finite: `[G, S]` bool, False where a run produced NaN/inf in a metric or parameter (its
+        return is not a result: a NaN policy can score the best possible return).
+      best_index: index of the best finite setting (0 if none is).
       best_setting: `settings[best_index]`.
       best_hparams: the full hparams of the best setting.
       metric: the score metric; `mode`: "max" or "min".
@@ -491,6 +495,7 @@ class SweepResult:
     best_hparams: Any
     metric: str
     mode: str
+    finite: np.ndarray | None = None
 
 
 def score_runs(values: np.ndarray, window: int = 1) -> np.ndarray:
@@ -624,9 +629,12 @@ def run_sweep(
     values = metrics[metric]
     if values.ndim > 3:  # per-agent metrics [G, S, U, A]: the mean over agents
         values = values.reshape(*values.shape[:3], -1).mean(-1)
-    final = score_runs(values, window)
-    with np.errstate(all="ignore"):
+    finite = xp.finite_runs(metrics, states.agent_state)
+    final = np.where(finite, score_runs(values, window), np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a setting with no finite run: NaN
         scores = np.nanmean(final, axis=1) if final.size else final
+    scores = np.where(finite.all(axis=1), scores, np.nan)
     best = best_setting(scores, mode)
     best_hp = jax.tree.map(lambda x: float(x[best]), hp_grid)
     result = SweepResult(
@@ -642,6 +650,7 @@ def run_sweep(
         best_hp,
         metric,
         mode,
+        finite,
     )
     if verbose and jax.process_index() == 0:
         print(_ranking_text(result))
@@ -671,7 +680,11 @@ def _ranking_text(result: SweepResult, top: int = 10) -> str:
     ]
     lines = [f"{'rank':>4}  {'score':>10}  setting ({result.metric}, mean over seeds)"]
     for rank, g in enumerate(order[:top], 1):
-        lines.append(f"{rank:>4}  {result.scores[g]:>10.4f}  {_label(result.settings[g])}")
+        mark = ""
+        if result.finite is not None and not result.finite[g].all():
+            bad = int((~result.finite[g]).sum())
+            mark = f"  NON-FINITE in {bad} of {result.finite.shape[1]} seeds (not a result)"
+        lines.append(f"{rank:>4}  {result.scores[g]:>10.4f}  {_label(result.settings[g])}{mark}")
     if len(order) > top:
         lines.append(f"      ... {len(order) - top} more in sweep.json")
     return "\n".join(lines)
@@ -717,6 +730,7 @@ def _write_sweep(exp, built, result, sample, num_samples, sample_seed, window) -
                 "final_per_seed": {
                     f"seed_{s}": _num(v) for s, v in zip(result.seeds, result.final[g])
                 },
+                "non_finite_seeds": [s for s, ok in zip(result.seeds, result.finite[g]) if not ok],
             }
             for g in order
         ],

@@ -292,9 +292,9 @@ NAN_ARGS = [
 def test_check_finite_stops_at_the_first_nan_and_keeps_the_last_good_checkpoint(
     tmp_path, capsys, nan_env
 ):
+    # on by default: no flag needed
     code, _, err = run_cli(
-        ["train", *NAN_ARGS, "--grid", "lr=1e-3,3e-3", "--check-finite", "--out", str(tmp_path)]
-        + ["--name", "nan"],
+        ["train", *NAN_ARGS, "--grid", "lr=1e-3,3e-3", "--out", str(tmp_path)] + ["--name", "nan"],
         capsys,
     )
     assert code == 2, err
@@ -370,3 +370,23 @@ def test_optional_fields_parse_as_their_type_or_none():
     assert parse_value("7", int | None, None, "t") == 7
     with pytest.raises(ConfigError, match="t must be a number"):
         parse_value("abc", float | None, None, "t")
+
+
+def test_sweep_never_names_a_diverged_setting_best(tmp_path, capsys):
+    """lr=1e30 makes every parameter NaN; its NaN policy would score the climbing game's
+    optimum (always action 0). The sweep ranks it last, marks it, and picks the finite one."""
+    tiny = ["--set", "num_envs=4", "--set", "rollout_len=4", "--set", "hidden_sizes=8"]
+    tiny += ["--set", "num_minibatches=1", "--set", "num_epochs=1"]
+    code, out, err = run_cli(
+        ["sweep", "--algo", "mappo", "--env", "matrix/climbing-v0", "--grid", "lr=1e30,1e-3"]
+        + ["--seeds", "2", "--steps", "64", *tiny, "--out", str(tmp_path), "--name", "s"],
+        capsys,
+    )
+    assert code == 0, err
+    ranking = out[out.index("rank") :].splitlines()
+    assert "lr=0.001" in ranking[1] and "NON-FINITE" not in ranking[1]
+    assert "lr=1e+30" in ranking[2] and "NON-FINITE in 2 of 2 seeds" in ranking[2]
+    assert "best setting: {'lr': 0.001}" in out
+    summary = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert summary["best"]["setting"] == {"lr": 0.001}
+    assert summary["ranking"][-1]["non_finite_seeds"] == [0, 1]
