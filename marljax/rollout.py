@@ -31,7 +31,7 @@ from flax import struct
 
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core.types import Environment, EnvParams, TimeStep
-from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
+from marljax.core.wrappers import AutoReset, BatchedAutoReset, EpisodeStats
 
 Array = jax.Array
 
@@ -115,6 +115,7 @@ def batched_env(
     env: Environment,
     axis_names: tuple[str, ...] = (),
     wrap: Callable[[Environment], Environment] | None = None,
+    auto_reset: bool = True,
 ) -> BatchedAutoReset:
     """The batched, auto-resetting environments `step` acts in: `BatchedAutoReset(EpisodeStats)`.
 
@@ -122,12 +123,35 @@ def batched_env(
       env: a core environment.
       axis_names: named mapped axes around the rollout (see `BatchedAutoReset`).
       wrap: optional wrapper applied to `env` first (e.g. `SocialMetrics`).
+      auto_reset: False: the environments are never reset (for rollouts of one episode per
+        environment; steps after an episode's end continue from its final state and should be
+        ignored, e.g. with `first_episode_returns`).
 
     Returns:
-      A `BatchedAutoReset` over `EpisodeStats(wrap(env))`.
+      A `BatchedAutoReset` over `EpisodeStats(wrap(env))` (with the same `reset` / `step`
+      interface, `E` environments, when `auto_reset` is False).
     """
-    inner = env if wrap is None else wrap(env)
-    return BatchedAutoReset(EpisodeStats(inner), tuple(axis_names))
+    inner = EpisodeStats(env if wrap is None else wrap(env))
+    if not auto_reset:
+        return _BatchedNoReset(inner)
+    return BatchedAutoReset(inner, tuple(axis_names))
+
+
+class _BatchedNoReset:
+    """`E` environments stepped side by side, never reset (`BatchedAutoReset`'s interface)."""
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.num_agents = env.num_agents
+
+    def reset(self, keys: Array, params: EnvParams) -> tuple[Any, TimeStep]:
+        states, ts = jax.vmap(self.env.reset, in_axes=(0, None))(keys, params)
+        return states, AutoReset._add_final(ts, ts)
+
+    def step(self, keys: Array, states: Any, actions: Array, params: EnvParams):
+        step = jax.vmap(self.env.step, in_axes=(0, 0, 0, None))
+        states, ts = step(keys, states, actions, params)
+        return states, AutoReset._add_final(ts, ts)
 
 
 def reset(

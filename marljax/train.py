@@ -75,6 +75,29 @@ class RunnerState:
     key: Array  # PRNG key of the run
     update_idx: Array  # [] int32, updates done so far
 
+    # The acting loop's fields are kept flat (not a nested `RolloutState`), so checkpoints and
+    # shardings of the runner state keep their structure.
+    @property
+    def rollout_state(self) -> rollout.RolloutState:
+        """The acting loop's part of the carry (see `marljax.rollout`)."""
+        return rollout.RolloutState(
+            env_state=self.env_state,
+            timestep=self.timestep,
+            episode_start=self.episode_start,
+            carry=self.carry,
+            key=self.key,
+        )
+
+    def replace_rollout_state(self, acting: rollout.RolloutState) -> RunnerState:
+        """This state with the acting loop's fields taken from `acting`."""
+        return self.replace(
+            env_state=acting.env_state,
+            timestep=acting.timestep,
+            episode_start=acting.episode_start,
+            carry=acting.carry,
+            key=acting.key,
+        )
+
 
 class Trainer(NamedTuple):
     """The pure functions of a training run (see the module docstring).
@@ -157,35 +180,21 @@ def make_train(
         )
 
     def update_step(state: RunnerState, hparams: Any, env_params: EnvParams):
-        acting = rollout.RolloutState(
-            env_state=state.env_state,
-            timestep=state.timestep,
-            episode_start=state.episode_start,
-            carry=state.carry,
-            key=state.key,
-        )
         acting, transitions = rollout.rollout(
-            vec_env, env_params, agent, state.agent_state, hparams, acting, T
+            vec_env, env_params, agent, state.agent_state, hparams, state.rollout_state, T
         )
         traj = rollout.to_trajectory(transitions, acting, initial_carry=state.carry)
         key, key_update = jax.random.split(acting.key)
         agent_state, metrics = agent.update(state.agent_state, traj, hparams, key_update)
-        # Episode statistics of the episodes that finished during this rollout (NaN if none).
-        if shard_axis is not None:
-            metrics = jax.lax.pmean(metrics, shard_axis)
-        metrics = {**metrics, **rollout.episode_statistics(transitions.episode, shard_axis)}
         env_steps = (state.update_idx + 1) * (E * T)
-        if shard_axis is not None:
+        if shard_axis is not None:  # the whole batch's metrics on every shard
+            metrics = jax.lax.pmean(metrics, shard_axis)
             env_steps = env_steps * jax.lax.psum(1, shard_axis)
+        # Episode statistics of the episodes that finished during this rollout (NaN if none).
+        metrics = {**metrics, **rollout.episode_statistics(transitions.episode, shard_axis)}
         metrics["env_steps"] = env_steps
-        state = state.replace(
-            agent_state=agent_state,
-            env_state=acting.env_state,
-            timestep=acting.timestep,
-            episode_start=acting.episode_start,
-            carry=acting.carry,
-            key=key,
-            update_idx=state.update_idx + 1,
+        state = state.replace_rollout_state(acting.replace(key=key)).replace(
+            agent_state=agent_state, update_idx=state.update_idx + 1
         )
         if config.progress:
             jax.debug.callback(_report_progress, state.update_idx, metrics["episode_return"])

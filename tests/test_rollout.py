@@ -10,6 +10,7 @@ from marljax import rollout
 from marljax.agents.base import Agent, AgentParams
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.testing import CountingEnv
+from marljax.train import TrainConfig, combine_shard_metrics, make_train
 
 KEY = jax.random.PRNGKey(0)
 
@@ -206,3 +207,24 @@ def test_greedy_evaluation_of_a_fixed_policy_matches_a_hand_rollout():
     sampled = evaluate(env, params, agent, (), (), KEY, E, T, None, False)
     assert float(sampled["episode_return"]) < 21.0
     assert float(sampled["num_episodes"]) == E * (T // rounds)
+
+
+def test_a_sharded_runner_reports_the_whole_batch_like_combined_shards():
+    """`make_train(shard_axis=...)` = `combine_shard_metrics` over the shards' own metrics."""
+    env, params = marljax.make("matrix/climbing-v0", num_rounds=3)
+    agent = _table_agent([[0.0, 0.5, 0.4], [0.3, 0.5, 0.2]])._replace(
+        update=lambda state, traj, hparams, key: (state, {"mean_reward": traj.reward.mean()})
+    )
+    config = TrainConfig(num_envs=2, rollout_len=4, total_env_steps=2 * 4 * 3)
+    keys = jax.random.split(KEY, 2)  # one per shard
+    local = make_train(config, env, agent)
+    sharded = make_train(config, env, agent, shard_axis="envs")
+    combined = jax.jit(
+        jax.vmap(lambda k: combine_shard_metrics(local.train(k, ())[1], "envs"), axis_name="envs")
+    )(keys)
+    inside = jax.jit(jax.vmap(lambda k: sharded.train(k, ())[1], axis_name="envs"))(keys)
+    assert set(inside) == set(combined)
+    for name in combined:
+        np.testing.assert_allclose(inside[name], combined[name], rtol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(inside["env_steps"][0], [16, 32, 48])  # both shards' steps
+    assert not np.array_equal(*jax.vmap(lambda k: local.train(k, ())[1]["mean_reward"])(keys))

@@ -127,10 +127,9 @@ def episode_returns(
     num_rounds: int,
     greedy: bool = False,
 ) -> tuple[Array, Array]:
-    """Play `num_episodes` episodes of `num_rounds` steps in parallel and sum their rewards.
+    """Play `num_episodes` episodes of `num_rounds` steps in parallel, without auto-reset.
 
-    One `marljax.rollout.rollout`; only each environment's first episode counts (rewards after
-    its end are ignored). Jittable (`num_episodes`, `num_rounds`, `greedy` static) and
+    One `marljax.rollout.rollout`; rewards after an episode's end are not counted. Jittable (`num_episodes`, `num_rounds`, `greedy` static) and
     vmappable over `env_params` (e.g. one one-hot `bot_weights` per bot).
 
     Args:
@@ -148,7 +147,7 @@ def episode_returns(
     Returns:
       `(returns [E, A] summed rewards, finished [E] bool, the episode ended within T steps)`.
     """
-    vec_env = rollout.batched_env(env)
+    vec_env = rollout.batched_env(env, auto_reset=False)
     key_reset, key_run = jax.random.split(key)
     carry = agent.initial_carry(num_episodes)
     state = rollout.reset(vec_env, env_params, key_reset, key_run, num_episodes, carry)

@@ -219,7 +219,8 @@ def rollout_value_fn(
     `value(mask, key)` resets `num_episodes` environments, rolls them out for `num_steps` steps
     (`marljax.rollout.rollout`) with the agent's policy, replaces the actions of agents with
     `mask[i] = False` by the baseline policy, and returns the mean over episodes of the team
-    return `sum_t sum_i r[t, i]` up to each episode's first end (later steps are ignored).
+    return `sum_t sum_i r[t, i]` up to each episode's first end (later steps are ignored, no
+    reset).
 
     Baselines (discrete actions): `"random"`, uniform over the legal actions of the absent
     agent (from `action_mask`); `"noop"`, action 0 (the no-op in our grid and particle envs;
@@ -245,7 +246,7 @@ def rollout_value_fn(
     if num_steps is None:
         num_steps = int(np.asarray(env_params.max_steps))
     E, T = int(num_episodes), int(num_steps)
-    vec_env = rollout.batched_env(env)
+    vec_env = rollout.batched_env(env, auto_reset=False)
 
     def value(mask: Array, key: Array) -> Array:
         coalition = coalition_agent(agent, mask, baseline)
