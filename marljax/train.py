@@ -312,7 +312,14 @@ def _with_sweep_axes(trainer: Trainer) -> Trainer:
     """The same trainer, built to run under `sweep`'s named (hparams, seeds) vmap axes."""
     if trainer.axis_names == SWEEP_AXES:
         return trainer
-    return make_train(trainer.config, trainer.env, trainer.agent, trainer.env_params, SWEEP_AXES)
+    return make_train(
+        trainer.config,
+        trainer.env,
+        trainer.agent,
+        trainer.env_params,
+        SWEEP_AXES,
+        trainer.shard_axis,
+    )
 
 
 def batched(trainer: Trainer) -> tuple[Callable, Callable]:
