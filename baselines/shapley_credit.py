@@ -36,16 +36,19 @@ import jax.numpy as jnp
 import numpy as np
 
 import marljax
-from marljax.agents.base import Agent
+from marljax.agents.base import Agent, AgentParams
 from marljax.evaluation.shapley import exact_shapley, monte_carlo_shapley, rollout_value_fn
 
 NOOP, LEFT, RIGHT, DOWN, UP = range(5)  # simple spread's discrete actions
 
 
 def scripted_agent(policy) -> Agent:
-    """A non-learning `Agent` whose `act` is `policy(agent_state [A], obs [E, A, ...])`."""
+    """A non-learning `Agent` whose `act` is `policy(agent_state [A], obs [E, A, ...])`.
 
-    def act(agent_state, carry, observation, key, hparams):
+    The policy is deterministic, so greedy acting is the same policy.
+    """
+
+    def act(agent_state, carry, observation, key, hparams, greedy=False):
         return policy(agent_state, observation.obs), carry, {}
 
     return Agent(
@@ -54,7 +57,7 @@ def scripted_agent(policy) -> Agent:
         act=act,
         update=lambda state, traj, hparams, key: (state, {}),
         default_hparams=lambda: (),
-        get_params=lambda state: state,
+        get_params=lambda state: AgentParams(policy=state),
     )
 
 

@@ -7,7 +7,7 @@ one parameter set per agent, on a dilemma with a stable, payoff-dominant coopera
 trains all seeds in one program; the cooperation rate (fraction of stag choices of the trained
 stochastic policies, `marljax.evaluation.social`) is reported per seed with a bootstrap 95% CI.
 With `--algo iql` the learners are independent DQNs (the value-based learner without a mixer,
-epsilon-greedy during training), as in the paper; they are evaluated greedily.
+epsilon-greedy during training), as in the paper; they are evaluated greedily (argmax Q).
 
     python baselines/shared_vs_independent_dilemma.py [--algo ippo|iql] [--seeds 64] [--out runs]
 """
@@ -18,7 +18,8 @@ import jax
 import numpy as np
 
 import marljax.envs.social  # noqa: F401  (registers social/*)
-from marljax.evaluation.social import bootstrap_ci, evaluate_social
+from marljax.evaluation.rollout import evaluate_policy
+from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.experiment import Experiment, build, run_experiment
 from marljax.train import TrainConfig
 
@@ -57,12 +58,14 @@ def run_mode(algo: str, mode: str, seeds: int, out: str, key: jax.Array) -> None
     result = run_experiment(exp, progress=False)
     built = build(exp)
     hparams = jax.tree.map(lambda x: x[0], built.hparams)
-    if algo == "iql":  # evaluate the greedy policy
-        hparams = hparams.replace(eps_start=0.0, eps_finish=0.0)
     agent_states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # [S, ...]
+    greedy = algo == "iql"  # IPPO: the stochastic policies; IQL: argmax Q
 
     def evaluate(agent_state, k):
-        return evaluate_social(built.env, built.env_params, built.agent, agent_state, hparams, k)
+        env, params = built.env, built.env_params
+        return evaluate_policy(
+            env, params, built.agent, agent_state, hparams, k, wrap=SocialMetrics, greedy=greedy
+        )
 
     metrics = jax.jit(jax.vmap(evaluate))(agent_states, jax.random.split(key, seeds))
     rates = np.asarray(metrics["social/cooperation_rate"])

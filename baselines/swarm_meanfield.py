@@ -78,7 +78,10 @@ def evaluator(exp: Experiment, states, num_agents: int):
     hparams = jax.tree.map(lambda x: x[0], built.hparams)  # the one setting, [G] -> []
 
     def run(state, k):
-        return evaluate_policy(env, params, agent, state, hparams, k, num_envs=2, num_steps=steps)
+        # The stochastic policies: the untrained reference IS the uniformly random policy.
+        return evaluate_policy(
+            env, params, agent, state, hparams, k, num_envs=2, num_steps=steps, greedy=False
+        )
 
     batched = jax.jit(jax.vmap(run))
 

@@ -71,7 +71,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from marljax.train import RunnerState, Trainer, combine_shard_metrics, make_train
+from marljax.train import RunnerState, Trainer, make_train
 
 #: name of the mesh axis the independent runs are sharded over.
 RUNS_AXIS = "runs"
@@ -430,7 +430,9 @@ def data_parallel_train(
         num_envs=config.num_envs // D,
         total_env_steps=config.num_updates * config.steps_per_update // D,
     )
-    local = make_train(local_config, trainer.env, agent, trainer.env_params)
+    # With D > 1 each device's runner combines its metrics over the devices' shards.
+    shard_axis = ENVS_AXIS if D > 1 else None
+    local = make_train(local_config, trainer.env, agent, trainer.env_params, shard_axis=shard_axis)
     num_updates = local_config.num_updates
 
     def per_device(key, hparams):
@@ -441,8 +443,6 @@ def data_parallel_train(
             )
             state = own.replace(agent_state=state.agent_state)
         state, metrics = local.run(state, hparams, env_params, num_updates)
-        if D > 1:
-            metrics = combine_shard_metrics(metrics, ENVS_AXIS)
         return jax.tree.map(lambda x: x[None], state), metrics
 
     mapped = jax.shard_map(

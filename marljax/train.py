@@ -7,7 +7,7 @@
     metrics = sweep(trainer, keys, hparam_grid)                       # grid x seeds, one compile
 
 An *update* is a `lax.scan` of `rollout_len` environment steps over `num_envs` environments
-followed by `agent.update`; a run is a `lax.scan` of updates. The carry (`RunnerState`) holds
+(`marljax.rollout.rollout`) followed by `agent.update`; a run is a `lax.scan` of updates. The carry (`RunnerState`) holds
 the agent state, the environments, the recurrent carry and the PRNG key, so resuming from a
 checkpointed carry continues exactly where the run stopped.
 """
@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from marljax.agents.base import Agent, Observation, Trajectory
+from marljax import rollout
+from marljax.agents.base import Agent
 from marljax.core.types import Environment, EnvParams, TimeStep
-from marljax.core.wrappers import BatchedAutoReset, EpisodeStats
 
 Array = jax.Array
 
@@ -75,6 +75,29 @@ class RunnerState:
     key: Array  # PRNG key of the run
     update_idx: Array  # [] int32, updates done so far
 
+    # The acting loop's fields are kept flat (not a nested `RolloutState`), so checkpoints and
+    # shardings of the runner state keep their structure.
+    @property
+    def rollout_state(self) -> rollout.RolloutState:
+        """The acting loop's part of the carry (see `marljax.rollout`)."""
+        return rollout.RolloutState(
+            env_state=self.env_state,
+            timestep=self.timestep,
+            episode_start=self.episode_start,
+            carry=self.carry,
+            key=self.key,
+        )
+
+    def replace_rollout_state(self, acting: rollout.RolloutState) -> RunnerState:
+        """This state with the acting loop's fields taken from `acting`."""
+        return self.replace(
+            env_state=acting.env_state,
+            timestep=acting.timestep,
+            episode_start=acting.episode_start,
+            carry=acting.carry,
+            key=acting.key,
+        )
+
 
 class Trainer(NamedTuple):
     """The pure functions of a training run (see the module docstring).
@@ -89,6 +112,7 @@ class Trainer(NamedTuple):
       env_params: the default env params of this trainer.
       agent: the agent.
       axis_names: named `vmap` axes the trainer expects around it (see `make_train`).
+      shard_axis: the mapped axis one run's environments are sharded over (see `make_train`).
     """
 
     init: Callable[..., RunnerState]
@@ -99,6 +123,7 @@ class Trainer(NamedTuple):
     env_params: EnvParams
     agent: Agent
     axis_names: tuple[str, ...] = ()
+    shard_axis: str | None = None
 
 
 #: names of the vmap axes that `sweep` and `batched` put around a run.
@@ -111,6 +136,7 @@ def make_train(
     agent: Agent,
     env_params: EnvParams | None = None,
     axis_names: tuple[str, ...] = (),
+    shard_axis: str | None = None,
 ) -> Trainer:
     """Build the pure training functions for `agent` on `env`.
 
@@ -123,12 +149,17 @@ def make_train(
         set them). The environments auto-reset only on steps where an episode ended in SOME run
         of the whole batch; that stays a real branch under any `vmap`, named or not (a user's own
         `vmap(train)` included, see `marljax.core.wrappers.any_across_vmap`).
+      shard_axis: for one shard of a data-parallel run (`marljax.distributed.data_parallel_train`):
+        the mapped axis whose shards each step their own `num_envs` environments. The metrics
+        are then those of the whole batch: episode statistics over every shard's finished
+        episodes (`marljax.rollout.episode_statistics`), `env_steps` counting every shard, the
+        agent's metrics averaged over shards.
 
     Returns:
       A `Trainer`.
     """
     agent.check_batch(config.num_envs, config.rollout_len)
-    vec_env = BatchedAutoReset(EpisodeStats(env), axis_names)
+    vec_env = rollout.batched_env(env, axis_names)
     default_params = env.default_params() if env_params is None else env_params
     E, T = config.num_envs, config.rollout_len
     total_updates = config.num_updates
@@ -137,89 +168,34 @@ def make_train(
         env_params = default_params if env_params is None else env_params
         key_agent, key_env, key_run = jax.random.split(key, 3)
         agent_state = agent.init(key_agent, hparams)
-        env_state, ts = vec_env.reset(jax.random.split(key_env, E), env_params)
+        acting = rollout.reset(vec_env, env_params, key_env, key_run, E, agent.initial_carry(E))
         return RunnerState(
             agent_state=agent_state,
-            env_state=env_state,
-            timestep=ts,
-            episode_start=jnp.ones((E,), bool),
-            carry=agent.initial_carry(E),
-            key=key_run,
+            env_state=acting.env_state,
+            timestep=acting.timestep,
+            episode_start=acting.episode_start,
+            carry=acting.carry,
+            key=acting.key,
             update_idx=jnp.int32(0),
         )
 
     def update_step(state: RunnerState, hparams: Any, env_params: EnvParams):
-        def env_step(rs: RunnerState, _):
-            key, key_act, key_env = jax.random.split(rs.key, 3)
-            ts = rs.timestep
-            observation = Observation(ts.obs, ts.action_mask, ts.global_state, rs.episode_start)
-            actions, carry, info = agent.act(
-                rs.agent_state, rs.carry, observation, key_act, hparams
-            )
-            env_state, ts_next = vec_env.step(
-                jax.random.split(key_env, E), rs.env_state, actions, env_params
-            )
-            step_out = (
-                observation,
-                actions,
-                ts_next.reward,
-                ts_next.terminated,
-                ts_next.truncated,
-                ts_next.extras["final_obs"],
-                ts_next.extras["final_global_state"],
-                ts_next.extras["final_action_mask"],
-                info,
-                ts_next.extras["episode_return"],
-                ts_next.extras["episode_length"],
-                {k: v for k, v in ts_next.extras.items() if _is_episode_metric(k, v, E)},
-            )
-            rs = rs.replace(
-                env_state=env_state,
-                timestep=ts_next,
-                episode_start=ts_next.done,
-                carry=carry,
-                key=key,
-            )
-            return rs, step_out
-
-        initial_carry = state.carry
-        state, out = jax.lax.scan(env_step, state, None, length=T)
-        (obs, actions, reward, term, trunc, next_obs, next_gs, next_mask, info) = out[:9]
-        ep_ret, ep_len, ep_metrics = out[9:]
-        ts = state.timestep
-        traj = Trajectory(
-            observation=obs,
-            actions=actions,
-            reward=reward,
-            terminated=term,
-            truncated=trunc,
-            next_obs=next_obs,
-            next_global_state=next_gs,
-            next_action_mask=next_mask,
-            policy_info=info,
-            last_observation=Observation(
-                ts.obs, ts.action_mask, ts.global_state, state.episode_start
-            ),
-            initial_carry=initial_carry,
+        acting, transitions = rollout.rollout(
+            vec_env, env_params, agent, state.agent_state, hparams, state.rollout_state, T
         )
-        key, key_update = jax.random.split(state.key)
+        traj = rollout.to_trajectory(transitions, acting, initial_carry=state.carry)
+        key, key_update = jax.random.split(acting.key)
         agent_state, metrics = agent.update(state.agent_state, traj, hparams, key_update)
-
+        env_steps = (state.update_idx + 1) * (E * T)
+        if shard_axis is not None:  # the whole batch's metrics on every shard
+            metrics = jax.lax.pmean(metrics, shard_axis)
+            env_steps = env_steps * jax.lax.psum(1, shard_axis)
         # Episode statistics of the episodes that finished during this rollout (NaN if none).
-        done = jnp.logical_or(term, trunc).astype(jnp.float32)  # [T, E]
-        n_done = done.sum()
-        safe = jnp.maximum(n_done, 1.0)
-        per_agent = jnp.einsum("te,tea->a", done, ep_ret) / safe
-        nan_if_none = jnp.where(n_done > 0, 1.0, jnp.nan)
-        metrics = dict(metrics)
-        metrics["episode_return"] = per_agent.mean() * nan_if_none
-        metrics["episode_return_per_agent"] = per_agent * nan_if_none
-        metrics["episode_length"] = (done * ep_len).sum() / safe * nan_if_none
-        for name, value in ep_metrics.items():  # e.g. "social/efficiency" from SocialMetrics
-            metrics[name] = (done * value).sum() / safe * nan_if_none
-        metrics["num_episodes"] = n_done
-        metrics["env_steps"] = (state.update_idx + 1) * (E * T)
-        state = state.replace(agent_state=agent_state, key=key, update_idx=state.update_idx + 1)
+        metrics = {**metrics, **rollout.episode_statistics(transitions.episode, shard_axis)}
+        metrics["env_steps"] = env_steps
+        state = state.replace_rollout_state(acting.replace(key=key)).replace(
+            agent_state=agent_state, update_idx=state.update_idx + 1
+        )
         if config.progress:
             jax.debug.callback(_report_progress, state.update_idx, metrics["episode_return"])
         return state, metrics
@@ -236,7 +212,9 @@ def make_train(
         state = init(key, hparams, env_params)
         return run(state, hparams, env_params, total_updates)
 
-    return Trainer(init, run, train, config, env, default_params, agent, tuple(axis_names))
+    return Trainer(
+        init, run, train, config, env, default_params, agent, tuple(axis_names), shard_axis
+    )
 
 
 #: runner metrics that are averages over the episodes finished in an update (NaN if none).
@@ -247,32 +225,29 @@ def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str
     """One update's runner metrics from shards of the environments, for the whole batch.
 
     Inside a mapped axis `axis_name` whose shards each ran `make_train`'s update on their own
-    environments: episode averages (`EPISODE_AVERAGES` and `group/name` episode metrics) are
-    weighted by each shard's finished episodes, `num_episodes` is summed, `env_steps` counts
-    every shard's steps, and everything else (the agent's losses, which the data-parallel
-    agents already average) is the mean over shards. Every shard returns the same values.
+    environments (without `shard_axis`): episode averages (`EPISODE_AVERAGES` and `group/name`
+    episode metrics) are weighted by each shard's finished episodes
+    (`marljax.rollout.episode_averages`), `num_episodes` is summed, `env_steps` counts every
+    shard's steps, and everything else (the agent's losses, which the data-parallel agents
+    already average) is the mean over shards. Every shard returns the same values.
+    `make_train(..., shard_axis=axis_name)` computes the same metrics inside the run.
     """
     n = metrics["num_episodes"]
-    count = jax.lax.psum(n, axis_name)
-    out = {}
+    totals = {}
     for name, value in metrics.items():
         if name in EPISODE_AVERAGES or "/" in name:
             w = n.reshape(n.shape + (1,) * (value.ndim - n.ndim))
-            total = jax.lax.psum(jnp.where(w > 0, value * w, 0.0), axis_name)
-            c = count.reshape(w.shape)
-            out[name] = jnp.where(c > 0, total / jnp.where(c > 0, c, 1.0), jnp.nan)
-        elif name == "num_episodes":
-            out[name] = count
+            totals[name] = jnp.where(w > 0, value * w, 0.0)
+    episode = rollout.episode_averages(totals, n, axis_name)
+    out = {}
+    for name, value in metrics.items():
+        if name in episode:
+            out[name] = episode[name]
         elif name == "env_steps":
             out[name] = value * jax.lax.psum(1, axis_name)
         else:
             out[name] = jax.lax.pmean(value, axis_name)
     return out
-
-
-def _is_episode_metric(name: str, value: Array, num_envs: int) -> bool:
-    """Extras named `group/name` with one scalar per env are per-episode metrics (see TimeStep)."""
-    return "/" in name and value.shape == (num_envs,)
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -337,7 +312,14 @@ def _with_sweep_axes(trainer: Trainer) -> Trainer:
     """The same trainer, built to run under `sweep`'s named (hparams, seeds) vmap axes."""
     if trainer.axis_names == SWEEP_AXES:
         return trainer
-    return make_train(trainer.config, trainer.env, trainer.agent, trainer.env_params, SWEEP_AXES)
+    return make_train(
+        trainer.config,
+        trainer.env,
+        trainer.agent,
+        trainer.env_params,
+        SWEEP_AXES,
+        trainer.shard_axis,
+    )
 
 
 def batched(trainer: Trainer) -> tuple[Callable, Callable]:

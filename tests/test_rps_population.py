@@ -235,6 +235,13 @@ def test_per_bot_table_of_always_paper():
     assert report.within_population_exploitability == pytest.approx(T)
     text = pop.format_population_table(report)
     assert all(b in text for b in bots) and "aggregate score" in text
+    # Acting greedily, a mixed strategy whose mode is paper plays paper every round.
+    mostly_paper = jnp.asarray([0.2, 0.5, 0.3])
+    greedy = pop.evaluate_population(
+        env, agent, mostly_paper, (), KEY, params, num_episodes=3, greedy=True
+    )
+    np.testing.assert_allclose(greedy.mean, report.mean)
+    assert agent.get_params(mostly_paper).policy is mostly_paper
 
 
 def _coplayer_moves(env, params, learner):

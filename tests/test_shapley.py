@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from marljax.agents.base import Agent
+from marljax.agents.base import Agent, AgentParams
 from marljax.evaluation import shapley as SH
 from marljax.testing import CountingEnv
 
@@ -109,7 +109,7 @@ def test_monte_carlo_close_to_exact_on_a_four_agent_game():
 def _constant_agent(action: int) -> Agent:
     """A stateless agent that always plays `action` (for CountingEnv: reward = action)."""
 
-    def act(state, carry, obs, key, hparams):
+    def act(state, carry, obs, key, hparams, greedy=False):
         return jnp.full(obs.action_mask.shape[:2], action, jnp.int32), carry, {}
 
     return Agent(
@@ -118,7 +118,7 @@ def _constant_agent(action: int) -> Agent:
         act=act,
         update=lambda *a: ((), {}),
         default_hparams=lambda: (),
-        get_params=lambda s: s,
+        get_params=lambda s: AgentParams(policy=s),
     )
 
 

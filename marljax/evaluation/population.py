@@ -39,7 +39,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.agents.base import Observation
+from marljax import rollout
+from marljax.agents.base import AgentParams
 from marljax.core.types import Environment, EnvParams, PRNGKey
 
 Array = jax.Array
@@ -124,11 +125,12 @@ def episode_returns(
     key: PRNGKey,
     num_episodes: int,
     num_rounds: int,
+    greedy: bool = False,
 ) -> tuple[Array, Array]:
     """Play `num_episodes` episodes of `num_rounds` steps in parallel, without auto-reset.
 
-    Rewards after an episode's end are not counted. Jittable (`num_episodes`, `num_rounds`
-    static) and vmappable over `env_params` (e.g. one one-hot `bot_weights` per bot).
+    One `marljax.rollout.rollout`; rewards after an episode's end are not counted. Jittable (`num_episodes`, `num_rounds`, `greedy` static) and
+    vmappable over `env_params` (e.g. one one-hot `bot_weights` per bot).
 
     Args:
       env: the core environment (e.g. an `RPSPopulation`).
@@ -139,32 +141,28 @@ def episode_returns(
       key: PRNG key.
       num_episodes: parallel episodes `E`.
       num_rounds: steps per episode `T`; every episode should end by then.
+      greedy: act with the agent's deterministic policy instead of sampling (default: sample;
+        in RPS the mixed strategy is the point).
 
     Returns:
       `(returns [E, A] summed rewards, finished [E] bool, the episode ended within T steps)`.
     """
+    vec_env = rollout.batched_env(env, auto_reset=False)
     key_reset, key_run = jax.random.split(key)
-    state, ts = jax.vmap(env.reset, in_axes=(0, None))(
-        jax.random.split(key_reset, num_episodes), env_params
+    carry = agent.initial_carry(num_episodes)
+    state = rollout.reset(vec_env, env_params, key_reset, key_run, num_episodes, carry)
+    _, (reward, done) = rollout.rollout(
+        vec_env,
+        env_params,
+        agent,
+        agent_state,
+        hparams,
+        state,
+        num_rounds,
+        greedy=greedy,
+        record=lambda transition: (transition.reward, transition.episode.done),
     )
-
-    def body(carry, key_t):
-        state, ts, start, alive, agent_carry, total = carry
-        key_act, key_env = jax.random.split(key_t)
-        obs = Observation(ts.obs, ts.action_mask, ts.global_state, start)
-        actions, agent_carry, _ = agent.act(agent_state, agent_carry, obs, key_act, hparams)
-        state, ts = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(key_env, num_episodes), state, actions, env_params
-        )
-        total = total + ts.reward * alive[:, None]
-        alive = alive & ~ts.done
-        return (state, ts, jnp.zeros_like(start), alive, agent_carry, total), None
-
-    start = jnp.ones((num_episodes,), bool)
-    total = jnp.zeros((num_episodes, env.num_agents), jnp.float32)
-    carry = (state, ts, start, start, agent.initial_carry(num_episodes), total)
-    (_, _, _, alive, _, total), _ = jax.lax.scan(body, carry, jax.random.split(key_run, num_rounds))
-    return total, ~alive
+    return rollout.first_episode_returns(reward, done)
 
 
 def population_returns(
@@ -176,6 +174,7 @@ def population_returns(
     env_params: EnvParams | None = None,
     num_episodes: int = 32,
     num_rounds: int | None = None,
+    greedy: bool = False,
 ) -> Array:
     """The agent's return in each episode against each bot of an `RPSPopulation`, in one program.
 
@@ -189,6 +188,7 @@ def population_returns(
         each bot's one-hot vector in turn.
       num_episodes: episodes per bot `E`.
       num_rounds: rounds per episode (default `env_params.num_rounds`, read on the host).
+      greedy: act with the agent's deterministic policy (default: sample).
 
     Returns:
       `[P, E]` float32 returns, in the order of `env.bots`.
@@ -196,18 +196,18 @@ def population_returns(
     env_params = env.default_params() if env_params is None else env_params
     if num_rounds is None:
         num_rounds = int(np.asarray(env_params.num_rounds))
-    program = _population_program(env, agent, int(num_episodes), int(num_rounds))
+    program = _population_program(env, agent, int(num_episodes), int(num_rounds), bool(greedy))
     keys = jax.random.split(key, env.num_bots)
     return program(env.one_hot_params(env_params), agent_state, hparams, keys)
 
 
 @functools.lru_cache(maxsize=16)
-def _population_program(env: Any, agent: Any, num_episodes: int, num_rounds: int):
+def _population_program(env: Any, agent: Any, num_episodes: int, num_rounds: int, greedy: bool):
     """One jitted program per (env, agent, sizes): new agent states or params reuse it."""
 
     def one_bot(params, agent_state, hparams, k):
         total, _ = episode_returns(
-            env, params, agent, agent_state, hparams, k, num_episodes, num_rounds
+            env, params, agent, agent_state, hparams, k, num_episodes, num_rounds, greedy
         )
         return total[:, 0]
 
@@ -263,7 +263,8 @@ def fixed_policy_agent(num_actions: int = 3) -> Any:
 
     Its `agent_state` IS the strategy: `[N]` probabilities (e.g. `jnp.ones(3) / 3`, the RPS
     equilibrium, or a one-hot vector for a constant policy), so one compiled evaluation serves
-    every strategy. Useful as a reference row in population tables.
+    every strategy. Useful as a reference row in population tables. Acting greedily plays the
+    most probable action (the first of ties); `get_params` returns `AgentParams(policy=probs)`.
 
     Args:
       num_actions: number of actions `N`.
@@ -273,10 +274,14 @@ def fixed_policy_agent(num_actions: int = 3) -> Any:
     """
     from marljax.agents.base import Agent
 
-    def act(probs, carry, obs, key, hparams):
+    def act(probs, carry, obs, key, hparams, greedy=False):
         shape = obs.obs.shape[:2]  # [E, A]
-        logits = jnp.log(jnp.maximum(jnp.asarray(probs, jnp.float32), 1e-30))
-        actions = jax.random.categorical(key, logits, shape=shape).astype(jnp.int32)
+        probs = jnp.asarray(probs, jnp.float32)
+        if greedy:
+            actions = jnp.broadcast_to(jnp.argmax(probs), shape).astype(jnp.int32)
+        else:
+            logits = jnp.log(jnp.maximum(probs, 1e-30))
+            actions = jax.random.categorical(key, logits, shape=shape).astype(jnp.int32)
         return actions, carry, {}
 
     return Agent(
@@ -285,7 +290,7 @@ def fixed_policy_agent(num_actions: int = 3) -> Any:
         act=act,
         update=lambda state, traj, hparams, key: (state, {}),
         default_hparams=lambda: (),
-        get_params=lambda state: state,
+        get_params=lambda state: AgentParams(policy=state),
     )
 
 
@@ -349,13 +354,14 @@ def evaluate_population(
     env_params: EnvParams | None = None,
     num_episodes: int = 32,
     num_rounds: int | None = None,
+    greedy: bool = False,
 ) -> PopulationReport:
     """Evaluate an agent against every bot of an `RPSPopulation` (see `population_returns`)."""
     env_params = env.default_params() if env_params is None else env_params
     if num_rounds is None:
         num_rounds = int(np.asarray(env_params.num_rounds))
     returns = population_returns(
-        env, agent, agent_state, hparams, key, env_params, num_episodes, num_rounds
+        env, agent, agent_state, hparams, key, env_params, num_episodes, num_rounds, greedy
     )
     return report_from_returns(env.bots, returns, num_rounds)
 

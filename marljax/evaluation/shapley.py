@@ -14,7 +14,7 @@ to null players and is additive over games.
 - `monte_carlo_shapley` samples permutations (optionally antithetic pairs) and evaluates the
   `A + 1` prefix coalitions of each, in one `vmap`; it returns standard errors too;
 - `rollout_value_fn` builds `v` for an environment and a trained agent: agents outside the
-  coalition are replaced by a baseline policy (`"random"`: uniform over legal actions, or
+  coalition are replaced by a baseline policy (`coalition_agent`) (`"random"`: uniform over legal actions, or
   `"noop"`: action 0), and `v(S)` is the mean team return (sum over agents) of `num_episodes`
   episodes.
 
@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from marljax import rollout
+from marljax.agents.base import Agent
 from marljax.core.types import Environment, EnvParams
 
 Array = jax.Array
@@ -210,13 +212,15 @@ def rollout_value_fn(
     num_episodes: int = 8,
     num_steps: int | None = None,
     baseline: str = "random",
+    greedy: bool = False,
 ) -> ValueFn:
     """A characteristic function: mean team return when only a coalition runs the agent.
 
     `value(mask, key)` resets `num_episodes` environments, rolls them out for `num_steps` steps
-    with the agent's (stochastic) policy, replaces the actions of agents with `mask[i] = False`
-    by the baseline policy, and returns the mean over episodes of the team return
-    `sum_t sum_i r[t, i]` up to each episode's first end (later steps are ignored, no reset).
+    (`marljax.rollout.rollout`) with the agent's policy, replaces the actions of agents with
+    `mask[i] = False` by the baseline policy, and returns the mean over episodes of the team
+    return `sum_t sum_i r[t, i]` up to each episode's first end (later steps are ignored, no
+    reset).
 
     Baselines (discrete actions): `"random"`, uniform over the legal actions of the absent
     agent (from `action_mask`); `"noop"`, action 0 (the no-op in our grid and particle envs;
@@ -231,52 +235,66 @@ def rollout_value_fn(
       num_episodes: parallel episodes `E` averaged per evaluation (static).
       num_steps: steps per episode `T` (static; default `env_params.max_steps`).
       baseline: `"random"` or `"noop"`.
+      greedy: the coalition acts with the agent's deterministic policy (default: its
+        stochastic policy).
 
     Returns:
       A jitted `value(mask [A] bool, key) -> []` float32.
     """
-    from marljax.agents.base import Observation
-
     if baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
     if num_steps is None:
         num_steps = int(np.asarray(env_params.max_steps))
     E, T = int(num_episodes), int(num_steps)
+    vec_env = rollout.batched_env(env, auto_reset=False)
 
     def value(mask: Array, key: Array) -> Array:
+        coalition = coalition_agent(agent, mask, baseline)
         key_reset, key_run = jax.random.split(key)
-        state, ts = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(key_reset, E), env_params
-        )
-
-        def body(carry, _):
-            state, ts, start, agent_carry, alive, total, key = carry
-            key, key_act, key_base, key_env = jax.random.split(key, 4)
-            obs = Observation(ts.obs, ts.action_mask, ts.global_state, start)
-            actions, agent_carry, _ = agent.act(agent_state, agent_carry, obs, key_act, hparams)
-            if baseline == "noop":
-                base = jnp.zeros_like(actions)
-            else:
-                logits = jnp.where(ts.action_mask, 0.0, -jnp.inf)  # [E, A, N]
-                base = jax.random.categorical(key_base, logits).astype(actions.dtype)
-            actions = jnp.where(mask[None, :], actions, base)
-            state, ts = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                jax.random.split(key_env, E), state, actions, env_params
-            )
-            total = total + alive * ts.reward.astype(jnp.float32).sum(axis=-1)
-            alive = alive * (1.0 - ts.done.astype(jnp.float32))
-            return (state, ts, jnp.zeros((E,), bool), agent_carry, alive, total, key), None
-
-        carry = (
+        state = rollout.reset(vec_env, env_params, key_reset, key_run, E, agent.initial_carry(E))
+        _, (reward, done) = rollout.rollout(
+            vec_env,
+            env_params,
+            coalition,
+            agent_state,
+            hparams,
             state,
-            ts,
-            jnp.ones((E,), bool),
-            agent.initial_carry(E),
-            jnp.ones((E,), jnp.float32),
-            jnp.zeros((E,), jnp.float32),
-            key_run,
+            T,
+            greedy=greedy,
+            record=lambda transition: (transition.reward, transition.episode.done),
         )
-        (_, _, _, _, _, total, _), _ = jax.lax.scan(body, carry, None, length=T)
+        team = reward.astype(jnp.float32).sum(axis=-1)  # [T, E]
+        total, _ = rollout.first_episode_returns(team, done)
         return total.mean()
 
     return jax.jit(value)
+
+
+def coalition_agent(agent: Agent, mask: Array, baseline: str = "random") -> Agent:
+    """`agent` with the actions of the agents outside a coalition replaced by a baseline policy.
+
+    Args:
+      agent: a `marljax.agents.Agent` with discrete actions.
+      mask: `[A]` bool, true for the coalition's members (may be traced).
+      baseline: `"random"` (uniform over the legal actions) or `"noop"` (action 0).
+
+    Returns:
+      The same agent with a new `act` (its other functions unchanged).
+    """
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+
+    def act(agent_state, carry, observation, key, hparams, greedy=False):
+        key_agent, key_base = jax.random.split(key)
+        act_kwargs = {"greedy": True} if greedy else {}
+        actions, carry, info = agent.act(
+            agent_state, carry, observation, key_agent, hparams, **act_kwargs
+        )
+        if baseline == "noop":
+            base = jnp.zeros_like(actions)
+        else:
+            logits = jnp.where(observation.action_mask, 0.0, -jnp.inf)  # [E, A, N]
+            base = jax.random.categorical(key_base, logits).astype(actions.dtype)
+        return jnp.where(mask[None, :], actions, base), carry, info
+
+    return agent._replace(act=act)
