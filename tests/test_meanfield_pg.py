@@ -43,7 +43,15 @@ def _evaluator(num_agents: int, num_envs: int, steps: int = EPISODE):
     def run(agent_state, key):
         agent = transfer(CONFIG, env, agent_state, params)
         return evaluate_policy(
-            env, params, agent, agent_state, HPARAMS, key, num_envs=num_envs, num_steps=steps
+            env,
+            params,
+            agent,
+            agent_state,
+            HPARAMS,
+            key,
+            num_envs=num_envs,
+            num_steps=steps,
+            greedy=False,  # compared with the untrained policy taken as random
         )
 
     return jax.jit(run)

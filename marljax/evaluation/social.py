@@ -390,6 +390,15 @@ def evaluate_social(
     from marljax.evaluation.rollout import evaluate_policy
 
     out = evaluate_policy(
-        env, env_params, agent, agent_state, hparams, key, num_envs, num_steps, wrap=SocialMetrics
+        env,
+        env_params,
+        agent,
+        agent_state,
+        hparams,
+        key,
+        num_envs,
+        num_steps,
+        wrap=SocialMetrics,
+        greedy=False,  # the social outcome of the stochastic policies, as trained
     )
     return {k: v for k, v in out.items() if k.startswith("social/") or k == "num_episodes"}
