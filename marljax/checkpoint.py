@@ -83,7 +83,7 @@ class Checkpointer:
         except Exception as err:  # orbax raises several types for structure/shape mismatches
             raise ValueError(
                 f"Checkpoint {step} in {self.directory} does not match this run's state "
-                f"(was it written with a different config?): {err}"
+                f"(damaged, or written with a different config): {err}"
             ) from err
 
     def restore_numpy(self, step: int | None = None) -> Any:

@@ -29,6 +29,7 @@ import importlib.metadata
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -367,14 +368,7 @@ def run_experiment(
             raise FileNotFoundError(
                 f"Cannot resume {run_dir} with checkpoint=False (nothing to restore from)"
             )
-        if ckpt.latest_step() is not None:
-            state = ckpt.restore(state)
-            done_updates = int(ckpt.latest_step())
-            # metrics.npz ([G, S, U, ...] arrays) is written before each checkpoint, so it
-            # covers `done_updates`; a write after the newest checkpoint is cut off here.
-            with np.load(os.path.join(run_dir, "metrics.npz")) as saved:
-                history = {k: [saved[k][:, :, :done_updates]] for k in saved.files}
-        # else: killed before its first checkpoint; start again from update 0 (same keys).
+        state, done_updates, history = _resume_point(ckpt, state, run_dir)
 
     total = exp.train.num_updates
     chunk = exp.updates_per_chunk
@@ -413,6 +407,62 @@ def run_experiment(
     if done_updates >= total:
         _write_plot(run_dir, exp, built, merged)
     return RunResult(run_dir, merged, state, built.settings)
+
+
+def _read_metrics(run_dir: str) -> tuple[dict[str, np.ndarray], int, str]:
+    """`(metrics, updates they cover, why they cover none)` of a run directory's metrics.npz."""
+    path = os.path.join(run_dir, "metrics.npz")
+    try:
+        with np.load(path) as saved:
+            metrics = {k: saved[k] for k in saved.files}
+    except FileNotFoundError:
+        return {}, 0, "metrics.npz is missing"
+    except Exception as err:  # noqa: BLE001  (a damaged file: zip, pickle or value errors)
+        return {}, 0, f"metrics.npz cannot be read ({type(err).__name__}: {err})"
+    if not metrics:
+        return {}, 0, "metrics.npz is empty"
+    return metrics, min(int(v.shape[2]) for v in metrics.values()), ""
+
+
+def _resume_point(ckpt: Checkpointer, like: Any, run_dir: str) -> tuple[Any, int, dict]:
+    """`(state, done updates, metrics history)` to resume from: the newest intact checkpoint
+    that metrics.npz covers.
+
+    metrics.npz (`[G, S, U, ...]` arrays) is written before each checkpoint, so it normally
+    covers the newest one; a write after it is cut off. A checkpoint that does not restore
+    (damaged) or that the metrics do not reach (damaged or missing metrics.npz) is skipped,
+    with a note on stderr, for the next older one; the metrics are cut to the checkpoint used,
+    never spliced with a gap. No checkpoint at all: update 0 (same keys, same result).
+
+    Raises:
+      ValueError: there are checkpoints but none of them can be used.
+    """
+    steps = sorted(ckpt.all_steps(), reverse=True)
+    if not steps:  # killed before its first checkpoint
+        return like, 0, {}
+    metrics, covered, why = _read_metrics(run_dir)
+    skipped = []
+    for step in steps:
+        if step > covered:
+            skipped.append(
+                f"checkpoint {step}: " + (why or f"metrics.npz covers {covered} updates")
+            )
+            continue
+        try:
+            state = ckpt.restore(like, step)
+        except ValueError as err:
+            skipped.append(f"checkpoint {step}: cannot be restored ({str(err).splitlines()[0]})")
+            continue
+        for note in skipped:
+            print(f"marljax: resume: skipped {note}", file=sys.stderr)
+        if skipped:
+            print(f"marljax: resume: continuing from checkpoint {step}", file=sys.stderr)
+        return state, step, {k: [v[:, :, :step]] for k, v in metrics.items()}
+    raise ValueError(
+        f"Cannot resume {run_dir}: no usable checkpoint ("
+        + "; ".join(skipped)
+        + "). Delete its checkpoints/ folder to start the run again from update 0."
+    )
 
 
 class NonFiniteError(FloatingPointError):

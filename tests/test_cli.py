@@ -79,6 +79,28 @@ def test_train_writes_a_complete_run_directory(finished_run):
     assert os.listdir(finished_run / "checkpoints"), "no checkpoint written"
 
 
+def test_resume_skips_a_damaged_newest_checkpoint(tmp_path, finished_run, capsys):
+    """The newest checkpoint damaged: resume says so, continues from the one before (metrics cut
+    to it, no gap) and ends with the uninterrupted run's numbers."""
+    args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
+    exp = cli.experiment_from_args(args)
+    exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path), "name": "dmg"})
+    partial = run_experiment(exp, progress=False, stop_after_chunks=2)  # checkpoints 2 and 4
+    newest = os.path.join(partial.run_dir, "checkpoints", "4")
+    for root, _, files in os.walk(newest):
+        for name in files:
+            if not name.startswith("_"):  # keep orbax's markers: a finalised but damaged step
+                with open(os.path.join(root, name), "wb") as f:
+                    f.write(b"damaged")
+    code, _, err = run_cli(["train", "--resume", partial.run_dir, "--no-progress"], capsys)
+    assert code == 0, err
+    assert "skipped checkpoint 4" in err and "continuing from checkpoint 2" in err
+    resumed = np.load(os.path.join(partial.run_dir, "metrics.npz"))
+    full = np.load(finished_run / "metrics.npz")
+    for k in full.files:
+        np.testing.assert_array_equal(resumed[k], full[k], err_msg=f"metric {k}")
+
+
 def test_resume_after_interruption_equals_uninterrupted(tmp_path, finished_run, capsys):
     """`marljax train --resume RUN_DIR` alone: the run's own config, the same final numbers."""
     args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
