@@ -453,8 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         KeyError,
         TypeError,
         ValueError,
-        FileNotFoundError,
-        FileExistsError,
+        OSError,  # permission, read-only, not a directory, no space: the message names the path
         NonFiniteError,
     ) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)

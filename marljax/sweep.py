@@ -590,6 +590,12 @@ def run_sweep(
     """
     from marljax import experiment as xp
 
+    if write and exp.name:  # refuse before training, not after the whole sweep has run
+        taken = os.path.join(os.path.abspath(exp.out_dir), exp.name, "config.json")
+        if os.path.exists(taken):
+            raise FileExistsError(
+                f"{os.path.dirname(taken)} already holds a run; choose another name"
+            )
     sample = dict(sample or {})
     names = [*exp.grid, *sample]
     check_sweepable(exp.algo, names)

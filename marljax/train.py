@@ -51,6 +51,15 @@ class TrainConfig:
         for name in ("num_envs", "rollout_len", "total_env_steps"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        # env-step counters are int32 inside the program: refuse sizes that would overflow them
+        # here, before anything is compiled or written
+        if self.steps_per_update * self.num_updates >= 2**31:
+            raise ValueError(
+                f"TrainConfig: {self.num_updates} updates x num_envs {self.num_envs} x rollout_len "
+                f"{self.rollout_len} = {self.steps_per_update * self.num_updates:,} env steps per "
+                "run does not fit the int32 step counters (< 2,147,483,648); use fewer envs or "
+                "steps, or several runs"
+            )
 
     @property
     def steps_per_update(self) -> int:

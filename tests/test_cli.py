@@ -412,3 +412,16 @@ def test_sweep_never_names_a_diverged_setting_best(tmp_path, capsys):
     summary = json.loads((tmp_path / "s" / "sweep.json").read_text())
     assert summary["best"]["setting"] == {"lr": 0.001}
     assert summary["ranking"][-1]["non_finite_seeds"] == [0, 1]
+
+
+def test_os_and_size_errors_are_messages_before_anything_runs(tmp_path, capsys, finished_run):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    code, _, err = run_cli(["train", "--out", str(a_file), "--no-progress"], capsys)
+    assert code == 2 and "Not a directory" in err and str(a_file) in err
+    code, _, err = run_cli(["train", "--set", "num_envs=1000000000", "--no-progress"], capsys)
+    assert code == 2 and "int32" in err and "num_envs 1000000000" in err
+    # a sweep into an existing run's folder is refused before it trains
+    out, name = str(finished_run.parent), finished_run.name
+    code, _, err = run_cli(["sweep", "--grid", "lr=1e-3", "--out", out, "--name", name], capsys)
+    assert code == 2 and "already holds a run" in err
