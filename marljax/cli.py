@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
         "an episode (seed 0 of each setting), e.g. for matrix games",
     )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument(
+        "--max-memory",
+        default=None,
+        help="device memory one chunk may use, e.g. 4GiB (default: 80%% of an accelerator's "
+        "memory, half the free host memory on a CPU); checked before anything is allocated",
+    )
 
     sweep = sub.add_parser(
         "sweep",
@@ -283,7 +289,12 @@ def cmd_train(args: argparse.Namespace) -> int:
                 "--qtable needs a value learner (iql, vdn, qmix) with feed-forward agents "
                 "(--set recurrent=false)"
             )
-    result = run_experiment(exp, resume=args.resume, progress=not args.no_progress)
+    from marljax import sweep
+
+    budget = None if args.max_memory is None else sweep.parse_bytes(args.max_memory)
+    result = run_experiment(
+        exp, resume=args.resume, progress=not args.no_progress, max_memory_bytes=budget
+    )
     import numpy as np
 
     from marljax.experiment import final_returns

@@ -318,6 +318,7 @@ def run_experiment(
     resume: str | None = None,
     progress: bool = True,
     stop_after_chunks: int | None = None,
+    max_memory_bytes: int | None = None,
 ) -> RunResult:
     """Train an experiment in chunks, writing the run directory (see the module docstring).
 
@@ -328,16 +329,23 @@ def run_experiment(
         written when the process died is never listed, so never restored.
       progress: show a progress bar (tqdm).
       stop_after_chunks: stop after this many chunks of this call (for tests of interruption).
+      max_memory_bytes: device memory one chunk may use (default: `sweep.default_memory_budget`,
+        80% of an accelerator's memory or half the free host memory). The chunk program is
+        compiled first and XLA's memory analysis of it checked against this, before any state
+        is allocated; the same compiled program then runs the chunks.
 
     Returns:
       A `RunResult`.
 
     Raises:
-      ConfigError / KeyError / TypeError: invalid configuration (nothing is written).
+      ConfigError / KeyError / TypeError: invalid configuration, or a run over the memory budget
+        (nothing is written).
       ValueError: `resume` points to a run with a different static configuration.
     """
     built = build(exp)  # all validation happens here, before any compile or write
     description = describe(exp, built)
+    init_fn, run_fn = batched(built.trainer)
+    chunk_fn = _compile_checked_chunk(exp, built, init_fn, run_fn, max_memory_bytes)
     if resume is not None:
         run_dir = os.path.abspath(resume)
         with open(os.path.join(run_dir, "config.json")) as f:
@@ -358,7 +366,6 @@ def run_experiment(
         results.write_json(os.path.join(run_dir, "config.json"), description)
 
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + exp.seeds))
-    init_fn, run_fn = batched(built.trainer)
     state = init_fn(keys, built.hparams, built.env_params)
     history: dict[str, list[np.ndarray]] = {}
     done_updates = 0
@@ -378,7 +385,10 @@ def run_experiment(
     try:
         while done_updates < total:
             n = min(chunk, total - done_updates)
-            state, metrics = run_fn(state, built.hparams, built.env_params, n)
+            if n == min(chunk, total):  # the program compiled (and checked) up front
+                state, metrics = chunk_fn(state, built.hparams, built.env_params)
+            else:
+                state, metrics = run_fn(state, built.hparams, built.env_params, n)
             if finite_fn is not None:
                 # Before anything of this chunk is written: the newest checkpoint stays good.
                 _raise_if_non_finite(
@@ -407,6 +417,38 @@ def run_experiment(
     if done_updates >= total:
         _write_plot(run_dir, exp, built, merged)
     return RunResult(run_dir, merged, state, built.settings)
+
+
+def _compile_checked_chunk(exp, built, init_fn, run_fn, max_memory_bytes: int | None):
+    """Compile one chunk of the run from shapes alone and refuse it over the memory budget."""
+    from marljax import sweep
+
+    keys = jax.ShapeDtypeStruct((exp.seeds, 2), jnp.uint32)
+    state = jax.eval_shape(init_fn, keys, built.hparams, built.env_params)
+    n = min(exp.updates_per_chunk, exp.train.num_updates)
+    compiled = run_fn.lower(state, built.hparams, built.env_params, n).compile()
+    try:
+        stats = compiled.memory_analysis()
+    except (NotImplementedError, RuntimeError, AttributeError):
+        stats = None
+    if stats is None:
+        return compiled
+    need = int(
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
+    budget = sweep.default_memory_budget() if max_memory_bytes is None else int(max_memory_bytes)
+    if need > budget:
+        G = len(built.settings)
+        raise cfg.ConfigError(
+            f"This run needs about {sweep._fmt(need)} of device memory per chunk ({G} settings x "
+            f"{exp.seeds} seeds x {exp.train.num_envs} envs, {n} updates per chunk; XLA's estimate of arguments + outputs + temporaries), over the budget of "
+            f"{sweep._fmt(budget)}. Use fewer seeds, settings or envs, smaller chunk_updates, or "
+            "--max-memory to raise the budget. Nothing was written."
+        )
+    return compiled
 
 
 def _read_metrics(run_dir: str) -> tuple[dict[str, np.ndarray], int, str]:

@@ -425,3 +425,12 @@ def test_os_and_size_errors_are_messages_before_anything_runs(tmp_path, capsys, 
     out, name = str(finished_run.parent), finished_run.name
     code, _, err = run_cli(["sweep", "--grid", "lr=1e-3", "--out", out, "--name", name], capsys)
     assert code == 2 and "already holds a run" in err
+
+
+def test_train_over_the_memory_budget_is_refused_before_anything_is_written(tmp_path, capsys):
+    code, _, err = run_cli(
+        ["train", *SMALL_ARGS, "--max-memory", "1KiB", "--out", str(tmp_path), "--name", "big"],
+        capsys,
+    )
+    assert code == 2 and "device memory per chunk" in err and "--max-memory" in err
+    assert not (tmp_path / "big").exists()
