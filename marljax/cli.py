@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.add_argument(
+        "--allow-hparam-change",
+        action="store_true",
+        help="with --resume: continue with changed hyperparameters (--set lr=...), e.g. from the "
+        "last good checkpoint of a diverged run; config.json records the change in its history",
+    )
+    train.add_argument(
         "--max-memory",
         default=None,
         help="device memory one chunk may use, e.g. 4GiB (default: 80%% of an accelerator's "
@@ -292,8 +298,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from marljax import sweep
 
     budget = None if args.max_memory is None else sweep.parse_bytes(args.max_memory)
+    if args.allow_hparam_change and not args.resume:
+        raise cfg.ConfigError("--allow-hparam-change goes with --resume RUN_DIR")
     result = run_experiment(
-        exp, resume=args.resume, progress=not args.no_progress, max_memory_bytes=budget
+        exp,
+        resume=args.resume,
+        progress=not args.no_progress,
+        max_memory_bytes=budget,
+        allow_hparam_change=args.allow_hparam_change,
     )
     import numpy as np
 

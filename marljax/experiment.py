@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax import config as cfg
-from marljax import results
+from marljax import results, rundir
 from marljax.agents import algo_spec
 from marljax.checkpoint import Checkpointer
 from marljax.core.registry import make
@@ -319,6 +319,7 @@ def run_experiment(
     progress: bool = True,
     stop_after_chunks: int | None = None,
     max_memory_bytes: int | None = None,
+    allow_hparam_change: bool = False,
 ) -> RunResult:
     """Train an experiment in chunks, writing the run directory (see the module docstring).
 
@@ -333,6 +334,8 @@ def run_experiment(
         80% of an accelerator's memory or half the free host memory). The chunk program is
         compiled first and XLA's memory analysis of it checked against this, before any state
         is allocated; the same compiled program then runs the chunks.
+      allow_hparam_change: with `resume`, accept changed hyperparameters (e.g. a lower learning
+        rate after a divergence); config.json records them and the old ones in `history`.
 
     Returns:
       A `RunResult`.
@@ -340,37 +343,87 @@ def run_experiment(
     Raises:
       ConfigError / KeyError / TypeError: invalid configuration, or a run over the memory budget
         (nothing is written).
-      ValueError: `resume` points to a run with a different static configuration.
+      ValueError: `resume` points to a run with a different static configuration, or to a
+        directory that is not a train run (a sweep's, a newer format's).
+      BlockingIOError: another process is writing the run directory.
     """
     built = build(exp)  # all validation happens here, before any compile or write
     description = describe(exp, built)
-    init_fn, run_fn = batched(built.trainer)
-    chunk_fn = _compile_checked_chunk(exp, built, init_fn, run_fn, max_memory_bytes)
     if resume is not None:
         run_dir = os.path.abspath(resume)
-        with open(os.path.join(run_dir, "config.json")) as f:
-            saved = json.load(f)
-        differences = cfg.diff(_static_part(saved), _static_part(description))
-        if differences:
-            raise ValueError(
-                f"Cannot resume {run_dir}: its configuration differs from this one:\n  "
-                + "\n  ".join(differences)
-            )
+        _check_resumable(run_dir, description, allow_hparam_change)
     else:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         name = exp.name or f"{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
         run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
-        if os.path.exists(os.path.join(run_dir, "config.json")):
-            raise FileExistsError(f"{run_dir} already holds a run; use resume or another name")
-        os.makedirs(run_dir, exist_ok=True)
+        rundir.refuse_taken(run_dir)
+    init_fn, run_fn = batched(built.trainer)
+    chunk_fn = _compile_checked_chunk(exp, built, init_fn, run_fn, max_memory_bytes)
+    if resume is None:
+        rundir.create(run_dir, "train", _static_part(description))
         results.write_json(os.path.join(run_dir, "config.json"), description)
+    with rundir.lock(run_dir):
+        if resume is not None and allow_hparam_change:
+            _record_hparam_change(run_dir, description)
+        state = init_fn(
+            jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + exp.seeds)),
+            built.hparams,
+            built.env_params,
+        )
+        return _train_chunks(
+            exp, built, run_dir, state, resume is not None, (chunk_fn, run_fn), progress,
+            stop_after_chunks,
+        )  # fmt: skip
 
-    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + exp.seeds))
-    state = init_fn(keys, built.hparams, built.env_params)
+
+def _check_resumable(run_dir: str, description: dict, allow_hparam_change: bool) -> None:
+    """Refuse to resume a directory that is not this run's (kind, format, static config)."""
+    rundir.check(run_dir, "train")
+    with open(os.path.join(run_dir, "config.json")) as f:
+        saved = json.load(f)
+    differences = cfg.diff(_static_part(saved), _static_part(description))
+    if allow_hparam_change:
+        differences = [d for d in differences if not d.startswith("experiment.hparams")]
+    if differences:
+        raise ValueError(
+            f"Cannot resume {run_dir}: its configuration differs from this one:\n  "
+            + "\n  ".join(differences)
+            + (
+                ""
+                if allow_hparam_change
+                else "\n(a change of hyperparameters only is allowed with --allow-hparam-change)"
+            )
+        )
+
+
+def _record_hparam_change(run_dir: str, description: dict) -> None:
+    """Rewrite config.json with the new hyperparameters, keeping the old ones in `history`."""
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        saved = json.load(f)
+    old, new = saved["experiment"].get("hparams", {}), description["experiment"].get("hparams", {})
+    if old == new:
+        return
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    steps = (
+        sorted(int(n) for n in os.listdir(ckpt_dir) if n.isdigit())
+        if os.path.isdir(ckpt_dir)
+        else []
+    )
+    history = list(saved.get("history", []))
+    history.append(
+        {"from_update": steps[-1] if steps else 0, "hparams_before": old, "hparams": new}
+    )
+    results.write_json(path, {**description, "history": history})
+
+
+def _train_chunks(exp, built, run_dir, state, resume, fns, progress, stop_after_chunks):
+    """The chunk loop of `run_experiment` (in its locked run directory)."""
+    chunk_fn, run_fn = fns
     history: dict[str, list[np.ndarray]] = {}
     done_updates = 0
     ckpt = Checkpointer(os.path.join(run_dir, "checkpoints")) if exp.checkpoint else None
-    if resume is not None:
+    if resume:
         if ckpt is None:
             raise FileNotFoundError(
                 f"Cannot resume {run_dir} with checkpoint=False (nothing to restore from)"

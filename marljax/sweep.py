@@ -44,7 +44,7 @@ import numpy as np
 
 from marljax import config as cfg
 from marljax import distributed as dist
-from marljax import results
+from marljax import results, rundir
 from marljax.agents import algo_spec
 from marljax.train import TrainConfig, Trainer
 
@@ -702,9 +702,6 @@ def _write_sweep(exp, built, result, sample, num_samples, sample_seed, window) -
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     name = exp.name or f"sweep_{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
     run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
-    if os.path.exists(os.path.join(run_dir, "config.json")):
-        raise FileExistsError(f"{run_dir} already holds a run; choose another name")
-    os.makedirs(run_dir, exist_ok=True)
     spec = {
         "grid": {k: list(v) for k, v in exp.grid.items()},
         "sample": {k: _dist_dict(v) for k, v in sample.items()},
@@ -716,6 +713,7 @@ def _write_sweep(exp, built, result, sample, num_samples, sample_seed, window) -
     }
     description = xp.describe(exp, built)
     description["sweep"] = spec
+    rundir.create(run_dir, "sweep", xp._static_part(description))
     results.write_json(os.path.join(run_dir, "config.json"), description)
     xp._write_outputs(run_dir, exp, built, result.metrics)
     order = np.argsort(-result.scores if result.mode == "max" else result.scores, kind="stable")

@@ -434,3 +434,41 @@ def test_train_over_the_memory_budget_is_refused_before_anything_is_written(tmp_
     )
     assert code == 2 and "device memory per chunk" in err and "--max-memory" in err
     assert not (tmp_path / "big").exists()
+
+
+def test_run_directories_know_whose_they_are(tmp_path, capsys, finished_run):
+    """A sweep's directory, a folder with another run's files, and a directory another process
+    is writing are refused with a message, before anything is compiled or written."""
+    from marljax import rundir
+
+    assert json.loads((finished_run / "manifest.json").read_text())["kind"] == "train"
+    sweep_dir = tmp_path / "a_sweep"
+    rundir.create(str(sweep_dir), "sweep", {})
+    (sweep_dir / "config.json").write_text((finished_run / "config.json").read_text())
+    code, _, err = run_cli(["train", "--resume", str(sweep_dir), "--no-progress"], capsys)
+    assert code == 2 and "is a sweep directory" in err
+    taken = tmp_path / "taken"
+    (taken / "checkpoints").mkdir(parents=True)
+    code, _, err = run_cli(
+        ["train", *SMALL_ARGS, "--out", str(tmp_path), "--name", "taken"], capsys
+    )
+    assert code == 2 and "already holds a run (checkpoints)" in err
+    with rundir.lock(str(finished_run)):
+        code, _, err = run_cli(["train", "--resume", str(finished_run), "--no-progress"], capsys)
+    assert code == 2 and "being written by another marljax process" in err
+
+
+def test_resume_with_changed_hparams_only_on_purpose(tmp_path, capsys):
+    args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
+    exp = cli.experiment_from_args(args)
+    exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path), "name": "lr"})
+    partial = run_experiment(exp, progress=False, stop_after_chunks=1)
+    resume = ["train", "--resume", partial.run_dir, "--set", "lr=1e-4", "--no-progress"]
+    code, _, err = run_cli(resume, capsys)
+    assert code == 2 and "experiment.hparams" in err and "--allow-hparam-change" in err
+    code, _, err = run_cli([*resume, "--allow-hparam-change"], capsys)
+    assert code == 0, err
+    config = json.loads((tmp_path / "lr" / "config.json").read_text())
+    assert float(config["experiment"]["hparams"]["lr"]) == 1e-4  # (CLI values are strings)
+    (change,) = config["history"]
+    assert change["from_update"] == 2 and float(change["hparams"]["lr"]) == 1e-4

@@ -48,6 +48,7 @@ COVERED = (
     "marljax.sweep",
     "marljax.distributed",
     "marljax.checkpoint",
+    "marljax.rundir",
     "marljax.evaluation",
     "marljax.evaluation.social",
     "marljax.evaluation.rollout",

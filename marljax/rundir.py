@@ -1,0 +1,128 @@
+"""Run directories that know whose they are: a manifest written first, checked by every reader,
+and a lock that keeps a second writer out.
+
+`manifest.json` holds the directory's kind (`"train"` or `"sweep"`), the format version and a
+hash of the run's static configuration. `marljax train --resume` refuses a sweep's directory,
+a directory written by a newer format, and a directory another process is writing; a new run
+refuses a folder that already holds another run's files (checkpoints, metrics, a config).
+Directories written before manifests existed (config.json, no manifest) are accepted as
+`"train"` runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+FORMAT_VERSION = 1
+KINDS = ("train", "sweep")
+#: files and folders that belong to a run: a new run never writes into a folder holding them.
+RUN_FILES = ("config.json", "metrics.npz", "metrics.json", "checkpoints", "sweep.json", MANIFEST)
+
+
+def config_hash(static: dict[str, Any]) -> str:
+    """A short hash of a run's static configuration (canonical JSON)."""
+    text = json.dumps(static, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def create(run_dir: str, kind: str, static: dict[str, Any]) -> None:
+    """Make `run_dir` for a new run of `kind` and write its manifest first.
+
+    Raises:
+      FileExistsError: `run_dir` already holds a run's files (naming them).
+      NotADirectoryError / PermissionError: from the file system, naming the path.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    refuse_taken(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    manifest = {"kind": kind, "format_version": FORMAT_VERSION, "config_hash": config_hash(static)}
+    _write_json(os.path.join(run_dir, MANIFEST), manifest)
+
+
+def refuse_taken(run_dir: str) -> None:
+    """Raise `FileExistsError` if `run_dir` already holds a run's files (naming them), or
+    `NotADirectoryError` if it is a file: checked before compiling a new run."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise NotADirectoryError(f"{run_dir} is a file, not a run directory")
+    if os.path.isdir(run_dir):
+        found = sorted(n for n in os.listdir(run_dir) if n in RUN_FILES)
+        if found:
+            raise FileExistsError(
+                f"{run_dir} already holds a run ({', '.join(found)}); resume it "
+                "(marljax train --resume) or choose another --name"
+            )
+
+
+def check(run_dir: str, kind: str) -> dict[str, Any]:
+    """The manifest of an existing run directory that a command of `kind` may read or extend.
+
+    Raises:
+      FileNotFoundError: not a run directory.
+      ValueError: another kind, a newer format, or an unreadable manifest.
+    """
+    path = os.path.join(run_dir, MANIFEST)
+    if not os.path.exists(path):
+        if os.path.exists(os.path.join(run_dir, "config.json")):
+            return {"kind": "train", "format_version": 0}  # written before manifests existed
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no manifest.json)")
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+        found, version = manifest["kind"], int(manifest["format_version"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is damaged ({err}); the directory cannot be trusted") from None
+    if found != kind:
+        raise ValueError(
+            f"{run_dir} is a {found} directory; this command needs a {kind} directory"
+            + (" (a sweep is not resumable with marljax train)" if found == "sweep" else "")
+        )
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"{run_dir} was written by a newer marljax (format {version} > {FORMAT_VERSION}); "
+            "upgrade marljax to read it"
+        )
+    return manifest
+
+
+@contextlib.contextmanager
+def lock(run_dir: str) -> Iterator[None]:
+    """Hold `run_dir`'s write lock; a second writer gets a clear error at once, not a clash.
+
+    Raises:
+      BlockingIOError: another process holds the lock (its pid is named).
+    """
+    path = os.path.join(run_dir, LOCK)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise BlockingIOError(
+                f"{run_dir} is being written by another marljax process (pid {owner}); "
+                "wait for it to finish"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+__all__ = ["FORMAT_VERSION", "KINDS", "check", "config_hash", "create", "lock", "refuse_taken"]
