@@ -425,9 +425,10 @@ def run_runs(
         if estimate.bytes_per_run * per_device > budget:
             fit = max(1, int(budget // estimate.bytes_per_run))
             if estimate.bytes_per_run > budget:
-                say(
-                    f"warning: one run needs about {_fmt(estimate.bytes_per_run)}, more than the "
-                    f"budget {_fmt(budget)}; running one run per device anyway"
+                raise cfg.ConfigError(
+                    f"One run needs about {_fmt(estimate.bytes_per_run)} of device memory, more "
+                    f"than the budget {_fmt(budget)} per device; use fewer envs or a smaller "
+                    "model, or --max-memory to raise the budget. Nothing was run or written."
                 )
             per_call = fit * devices
             say(

@@ -472,3 +472,14 @@ def test_resume_with_changed_hparams_only_on_purpose(tmp_path, capsys):
     assert float(config["experiment"]["hparams"]["lr"]) == 1e-4  # (CLI values are strings)
     (change,) = config["history"]
     assert change["from_update"] == 2 and float(change["hparams"]["lr"]) == 1e-4
+
+
+def test_sweep_refuses_a_run_over_the_memory_budget(tmp_path, capsys):
+    tiny = ["--set", "num_envs=4", "--set", "rollout_len=4", "--set", "hidden_sizes=8"]
+    code, _, err = run_cli(
+        ["sweep", "--grid", "lr=1e-3", "--seeds", "1", "--steps", "32", *tiny]
+        + ["--max-memory", "1KiB", "--out", str(tmp_path), "--name", "big"],
+        capsys,
+    )
+    assert code == 2 and "One run needs about" in err and "--max-memory" in err
+    assert not (tmp_path / "big").exists()
