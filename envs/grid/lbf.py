@@ -644,7 +644,10 @@ def validate_config(height: int, width: int, num_agents: int, num_food: int, sig
             f"LBF: {num_agents} agents + {num_food} food = {num_agents + num_food} items do not "
             f"fit on a {height}x{width} grid ({height * width} cells)"
         )
-    packing = max_food_packing(height, width)
+    # A lattice with spacing 3 on the interior always fits; only more food than that needs the
+    # greedy packing's Python loop (seconds to minutes on huge grids).
+    lattice = -(-(height - 2) // 3) * -(-(width - 2) // 3)
+    packing = lattice if num_food <= lattice else max_food_packing(height, width)
     if num_food > packing:
         raise ValueError(
             f"LBF: {num_food} food items do not fit on a {height}x{width} grid: food is placed "

@@ -100,6 +100,13 @@ def from_function(fn: Callable[[Array], Array], num_agents: int, num_actions: in
     Returns:
       `[A, N, ..., N]` float32 payoff tensor.
     """
+    entries = num_actions**num_agents
+    if entries * num_agents > 2**26:  # 256 MiB of float32 payoffs, built in a Python list first
+        raise ValueError(
+            f"the payoff tensor of {num_agents} agents x {num_actions} actions has "
+            f"{num_actions}^{num_agents} = {entries:,} joint actions; too many to enumerate "
+            "(use fewer agents, or a social/* env, which computes payoffs per step)"
+        )
     joint = np.array(list(itertools.product(range(num_actions), repeat=num_agents)), np.int32)
     values = jax.vmap(fn)(jnp.asarray(joint)).astype(jnp.float32)  # [N**A, A]
     if values.shape != (joint.shape[0], num_agents):
