@@ -156,6 +156,17 @@ def gradient_step(nets: QNetworks, hp: QHParams, data_axis: str | None, carry, b
     return (params, target_params, opt_state, grad_steps), metrics
 
 
+def check_batch(sequence_len: int, rollout_len: int) -> None:
+    """Raise a clear error when the rollout does not split into replay sequences."""
+    L = sequence_len
+    if rollout_len % L:
+        raise ValueError(
+            f"rollout_len = {rollout_len} is not a multiple of the replay sequence_len = {L}"
+            f" (QConfig.sequence_len); use rollout_len = {L * max(1, rollout_len // L)}"
+            f" or a sequence_len dividing {rollout_len}"
+        )
+
+
 def make_q_learner(
     config: QConfig,
     env: Environment,
@@ -261,14 +272,6 @@ def make_q_learner(
         )
         return new_state, metrics
 
-    def check_batch(num_envs: int, rollout_len: int) -> None:
-        if rollout_len % L:
-            raise ValueError(
-                f"rollout_len = {rollout_len} is not a multiple of the replay sequence_len = {L}"
-                f" (QConfig.sequence_len); use rollout_len = {L * max(1, rollout_len // L)}"
-                f" or a sequence_len dividing {rollout_len}"
-            )
-
     return Agent(
         init=init,
         initial_carry=lambda num_envs: jnp.zeros(
@@ -278,7 +281,7 @@ def make_q_learner(
         update=update,
         default_hparams=QHParams,
         get_params=lambda s: _agent_params(config, s),
-        check_batch=check_batch,
+        check_batch=lambda num_envs, rollout_len: check_batch(L, rollout_len),
         data_parallel=lambda axis, num_shards: make_q_learner(
             offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
         ),
