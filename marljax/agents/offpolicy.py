@@ -90,8 +90,10 @@ def learn_from_replay(
         key_sample, key_step = split_key(k)
         return gradient_step(c, replay.sample(replay_state, key_sample), key_step)
 
+    keys = jax.random.split(key, num_steps)
+
     def learn(c):
-        c, metrics = jax.lax.scan(body, c, jax.random.split(key, num_steps))
+        c, metrics = jax.lax.scan(body, c, keys)
         return c, summarize(metrics)
 
     def skip(c):
