@@ -202,18 +202,20 @@ def test_learn_from_replay_gate_and_steps():
         del key
         return c + batch.sum(), {"seen": batch.sum()}
 
-    def run(ready):
+    def run(env_steps):
         return offpolicy.learn_from_replay(
-            replay, state, jnp.float32(0.0), jax.random.PRNGKey(0), ready=ready, num_steps=3,
-            gradient_step=step, zero_metrics={"seen": jnp.float32(0.0)},
+            replay, state, jnp.float32(0.0), jax.random.PRNGKey(0), env_steps=env_steps,
+            learning_starts=10, num_steps=3, gradient_step=step,
+            zero_metrics=lambda: {"seen": jnp.float32(0.0)},
         )  # fmt: skip
 
-    c, m = jax.jit(run)(jnp.array(False))
-    assert float(c) == 0.0 and float(m["seen"]) == 0.0
-    c, m = jax.jit(run)(jnp.array(True))
+    c, m = jax.jit(run)(jnp.int32(9))  # before learning_starts
+    assert float(c) == 0.0 and float(m["seen"]) == 0.0 and float(m["learning"]) == 0.0
+    c, m = jax.jit(run)(jnp.int32(10))
     assert float(c) > 0.0 and np.isclose(float(m["seen"]), float(c) / 3)
-    assert bool(offpolicy.ready(replay, state, jnp.int32(10), 10))
-    assert not bool(offpolicy.ready(replay, state, jnp.int32(9), 10))
+    assert float(m["learning"]) == 1.0 and int(m["buffer_size"]) == 3
+    small = offpolicy.store(replay, replay.init(jnp.zeros(())), jnp.array([1.0]))
+    assert not bool(offpolicy.ready(replay, small, jnp.int32(10), 10))  # less than one batch
 
 
 # ----------------------------------------------------------------------------- greedy acting

@@ -12,8 +12,8 @@ One update of an off-policy learner, whatever its losses:
 
     replay_state = offpolicy.store(replay, state.replay, items)
     carry, metrics = offpolicy.learn_from_replay(
-        replay, replay_state, carry, key, ready=offpolicy.ready(replay, replay_state, env_steps,
-        learning_starts), num_steps=4, gradient_step=step, zero_metrics=zeros)
+        replay, replay_state, carry, key, env_steps=env_steps, learning_starts=learning_starts,
+        num_steps=4, gradient_step=step, zero_metrics=zeros)
 
 Data-parallel learners (`marljax.distributed.data_parallel_train`) keep a buffer of their own
 environments and sample their share of every batch; `shard_config` divides a config's batch and
@@ -57,49 +57,56 @@ def learn_from_replay(
     carry: Any,
     key: Array,
     *,
-    ready: Array,
+    env_steps: Array,
+    learning_starts: int,
     num_steps: int,
     gradient_step: Callable[[Any, Any, Array], tuple[Any, dict]],
-    zero_metrics: dict[str, Array],
+    zero_metrics: Callable[[], dict[str, Array]],
     split_key: Callable[[Array], tuple[Array, Any]] = _same_key,
     summarize: Callable[[dict], dict] | None = None,
 ) -> tuple[Any, dict]:
-    """`num_steps` gradient steps on batches sampled from the buffer, if `ready`; else a no-op.
+    """`num_steps` gradient steps on batches sampled from the buffer, once `ready`; else a no-op.
 
     Args:
       replay: the buffer's functions.
       replay_state: the buffer (not changed by learning; closed over, not carried by the scan).
       carry: what the gradient steps change (parameters, optimiser and target states, counters).
       key: the update's key, split into one key per gradient step.
-      ready: `[]` bool, whether to learn (a `lax.cond`, so skipping costs nothing).
+      env_steps: `[]` environment steps collected so far (this rollout's included).
+      learning_starts: learn only from this many environment steps on (and once the buffer holds
+        a batch); the gate is a `lax.cond`, so skipping costs nothing.
       num_steps: gradient steps (static).
       gradient_step: `gradient_step(carry, batch, key) -> (carry, metrics)`, one step of the
         learner on a sampled batch (leaves `[B, ...]`).
-      zero_metrics: the metrics returned when not `ready` (zeros, not NaN, so that a non-finite
-        guard fires only on real NaNs); the same structure as `summarize`'s output.
+      zero_metrics: `() -> metrics` returned when not learning (zeros, not NaN, so that a
+        non-finite guard fires only on real NaNs), the structure of `summarize`'s output.
       split_key: `split_key(step_key) -> (sample key, gradient_step's key)`; by default the step
         key does both.
       summarize: reduces the `[num_steps]`-stacked metrics (default: the mean of each).
 
     Returns:
-      `(carry, metrics)`.
+      `(carry, metrics)`; `metrics` adds `learning` (1.0 where gradient steps were taken) and
+      `buffer_size` (items in the buffer).
     """
     summarize = (lambda m: jax.tree.map(jnp.mean, m)) if summarize is None else summarize
+    keys = jax.random.split(key, num_steps)
+    is_ready = ready(replay, replay_state, env_steps, learning_starts)
 
     def body(c, k):
         key_sample, key_step = split_key(k)
         return gradient_step(c, replay.sample(replay_state, key_sample), key_step)
-
-    keys = jax.random.split(key, num_steps)
 
     def learn(c):
         c, metrics = jax.lax.scan(body, c, keys)
         return c, summarize(metrics)
 
     def skip(c):
-        return c, dict(zero_metrics)
+        return c, zero_metrics()
 
-    return jax.lax.cond(ready, learn, skip, carry)
+    carry, metrics = jax.lax.cond(is_ready, learn, skip, carry)
+    metrics["learning"] = is_ready.astype(jnp.float32)
+    metrics["buffer_size"] = replay_state.size
+    return carry, metrics
 
 
 def target_update(

@@ -246,21 +246,20 @@ def make_q_learner(
         T, E = traj.reward.shape[:2]
         replay_state = offpolicy.store(replay, state.replay, to_items(nets, traj))
         env_steps = state.env_steps + T * E * common.data_shards(data_axis)
-        ready = offpolicy.ready(replay, replay_state, env_steps, config.learning_starts)
-        zero = jnp.float32(0.0)
         (params, target_params, opt_state, grad_steps), metrics = offpolicy.learn_from_replay(
             replay,
             replay_state,
             (state.params, state.target_params, state.opt_state, state.grad_steps),
             key,
-            ready=ready,
+            env_steps=env_steps,
+            learning_starts=config.learning_starts,
             num_steps=config.gradient_steps,
             gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k),
-            zero_metrics={"loss": zero, "q_taken": zero, "target_mean": zero, "grad_norm": zero},
+            zero_metrics=lambda: dict.fromkeys(
+                ("loss", "q_taken", "target_mean", "grad_norm"), jnp.float32(0.0)
+            ),
         )
-        metrics["learning"] = ready.astype(jnp.float32)
         metrics["epsilon"] = epsilon(hparams, state.env_steps)
-        metrics["buffer_size"] = replay_state.size
         new_state = QState(
             params=params,
             target_params=target_params,

@@ -253,6 +253,13 @@ def _zero_actor_metrics(num_agents: int) -> dict[str, Array]:
     return {"actor_loss": z, "entropy": z, "actor_order": jnp.zeros((num_agents,), jnp.float32)}
 
 
+def _zero_metrics(num_agents: int) -> dict[str, Array]:
+    z = jnp.float32(0.0)
+    m = {"critic_loss": z, "q_mean": z, "target_mean": z, "critic_grad_norm": z}
+    m.update(_zero_actor_metrics(num_agents))
+    return m
+
+
 def gradient_step(model: SACModel, hp: SACHParams, data_axis, state: SACState, batch, keys):
     """Critic step, delayed actor and temperature steps, Polyak update of the target critics."""
     key_critic, key_actor = keys
@@ -378,24 +385,20 @@ def make_sac(
         T, E = traj.reward.shape[:2]
         replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
         env_steps = state.env_steps + T * E * common.data_shards(data_axis)
-        ready = offpolicy.ready(replay, replay_state, env_steps, config.warmup_steps)
-        z = jnp.float32(0.0)
-        zeros = {"critic_loss": z, "q_mean": z, "target_mean": z, "critic_grad_norm": z}
         learner, metrics = offpolicy.learn_from_replay(
             replay,
             replay_state,
             state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
             key,
-            ready=ready,
+            env_steps=env_steps,
+            learning_starts=config.warmup_steps,
             num_steps=max(1, int(round(config.utd_ratio * T))),
             gradient_step=lambda s, b, k: gradient_step(model, hparams, data_axis, s, b, k),
-            zero_metrics={**zeros, **_zero_actor_metrics(model.num_agents)},
+            zero_metrics=lambda: _zero_metrics(model.num_agents),
             split_key=_split3,
             summarize=_summarize,
         )
-        metrics["learning"] = ready.astype(jnp.float32)
         metrics["alpha"] = model.alpha(learner, hparams).mean()
-        metrics["buffer_size"] = replay_state.size
         return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
 
     return Agent(
