@@ -81,7 +81,7 @@ def next_q(
     return jax.lax.cond(mid_cut, general, common_case, None)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # holds arrays: hashed by identity
 class QNetworks:
     """The agent Q-network and the mixer of a learner, applied the way the learner needs them.
 

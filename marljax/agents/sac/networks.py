@@ -70,7 +70,7 @@ def make_sac_networks(
     return SACNetworks(actor, critic, discrete, act_dim, in_dim)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # holds arrays: hashed by identity
 class SACModel:
     """A learner's networks applied over agents and batches (static; closed over by `make_sac`).
 
