@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 import marljax
 from marljax.agents.base import Observation
-from marljax.agents.sac import SACConfig, SACHParams, greedy_actions, make_sac
+from marljax.agents.sac import SACConfig, SACHParams, make_sac
 from marljax.train import TrainConfig, broadcast_hparams, make_train, sweep
 
 GAMES = {"climbing": 11.0, "penalty_k100": 10.0}  # env name -> optimal common payoff
@@ -65,10 +65,14 @@ def run(
     states, _ = sweep(trainer, keys, broadcast_hparams(hparams, 1))
     env_state, ts = env.reset(jax.random.PRNGKey(0), params)
     observation = Observation(ts.obs, ts.action_mask, ts.global_state, jnp.array(True))
+    observation = jax.tree.map(lambda x: x[None], observation)  # one env
+    greedy = jax.jit(
+        lambda st: agent.act(st, (), observation, jax.random.PRNGKey(0), hparams, greedy=True)[0]
+    )
     joints, wins = [], 0
     for s in range(seeds):
         st = jax.tree.map(lambda x, s=s: x[0, s], states.agent_state)
-        joint = greedy_actions(cfg, env, st, observation, params)
+        joint = greedy(st)[0]  # the policies' modes
         _, nts = env.step(jax.random.PRNGKey(1), env_state, jnp.asarray(joint), params)
         value = float(nts.reward.mean())
         joints.append(tuple(int(a) for a in joint))

@@ -14,9 +14,9 @@ defaults. Both see the same number of environment steps with the same env batch 
 Scores per run (both algorithms):
 - `train`: mean per-agent return of the training episodes that ended in the last 10% of updates
   (stochastic policies; an entropy-regularised policy pays for its exploration here);
-- `greedy`: mean per-agent return of the final policies' deterministic actions (HASAC: the
-  tanh of the Gaussian mean; MAPPO: the same, its state-independent log-std set to -20), 16
-  fresh envs x 100 steps, as HARL evaluates.
+- `greedy`: mean per-agent return of the final policies' deterministic actions (the policies'
+  modes, `act(..., greedy=True)`: the tanh of the Gaussian mean for both), 16 fresh envs x 100
+  steps, as HARL evaluates.
 Aggregates over seeds: interquartile mean (IQM) and mean with 95% stratified-bootstrap intervals,
 and the probability that HASAC beats MAPPO (R. Agarwal et al., NeurIPS 2021;
 `marljax.evaluation.stats`). Every seed of one algorithm trains in one compiled program.
@@ -30,7 +30,6 @@ import argparse
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import marljax
@@ -49,20 +48,11 @@ MAPPO = PPOConfig(
 )
 
 
-def _greedy_agent(name: str, agent):
-    """`agent` acting deterministically (see the module docstring)."""
-    if name == "hasac":
+def _greedy_agent(agent):
+    """`agent` acting deterministically: its policy's mode (`act(..., greedy=True)`)."""
 
-        def act(state, carry, obs, key, hp):
-            _, carry, info = agent.act(state, carry, obs, key, hp)
-            return info["mode"], carry, info
-
-    else:
-
-        def act(state, carry, obs, key, hp):
-            p = dict(state.actor_params)
-            p["log_std"] = jnp.full_like(p["log_std"], -20.0)
-            return agent.act(state.replace(actor_params=p), carry, obs, key, hp)
+    def act(state, carry, obs, key, hp):
+        return agent.act(state, carry, obs, key, hp, greedy=True)
 
     return agent._replace(act=act)
 
@@ -80,7 +70,7 @@ def train(name: str, seeds: int, steps: int, utd: float, preset_name: str):
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     t0 = time.perf_counter()
     states, metrics = sweep(trainer, keys, broadcast_hparams(hp, 1))
-    greedy = _greedy_agent(name, agent)
+    greedy = _greedy_agent(agent)
     ev = jax.jit(
         jax.vmap(lambda s, k: evaluate_policy(env, params, greedy, s, hp, k)["episode_return"])
     )(

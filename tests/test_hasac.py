@@ -17,7 +17,6 @@ from marljax.agents.sac import (
     SACConfig,
     SACHParams,
     agent_order,
-    greedy_actions,
     make_sac,
     make_sac_networks,
     n_step_transitions,
@@ -215,7 +214,11 @@ def test_one_agent_continuous_sac_learns_in_the_env_action_box():
     loss = np.asarray(m["critic_loss"])
     first = int(np.argmax(np.asarray(m["learning"]) > 0))
     assert np.mean(loss[-20:]) < 0.1 * np.mean(loss[first : first + 10])
-    a = greedy_actions(cfg, env, state.agent_state, jax.tree.map(lambda x: x[0], obs_of(state)))
+    agent = trainer.agent
+    actions, _, _ = agent.act(
+        state.agent_state, (), obs_of(state), jax.random.PRNGKey(0), hp, greedy=True
+    )
+    a = actions[0]  # env 0: [A, D], the policy's mode in env units
     assert abs(float(a[0, 0]) - 0.8) < 0.05, a
 
 
@@ -329,9 +332,11 @@ def test_hasac_coordinates_on_the_penalty_game():
     states, metrics = sweep(trainer, keys, broadcast_hparams(hp, 1))
     _, ts = env.reset(jax.random.PRNGKey(0), params)
     observation = Observation(ts.obs, ts.action_mask, ts.global_state, jnp.array(True))
+    one_env = jax.tree.map(lambda x: x[None], observation)
     for s in range(2):
         st = jax.tree.map(lambda x, s=s: x[0, s], states.agent_state)
-        joint = tuple(int(a) for a in greedy_actions(cfg, env, st, observation, params))
+        actions, _, _ = agent.act(st, (), one_env, jax.random.PRNGKey(0), hp, greedy=True)
+        joint = tuple(int(a) for a in actions[0])
         assert joint in ((0, 2), (2, 0)), joint
         assert float(metrics["episode_return"][0, s, -1]) > 9.0
 

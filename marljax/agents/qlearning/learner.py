@@ -1,0 +1,311 @@
+"""The value-based learner's factory: wires `networks`, `loss`, the replay buffer and the shared
+off-policy update (`marljax.agents.offpolicy`) into an `Agent`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from marljax.agents import common, offpolicy
+from marljax.agents.base import Agent, AgentParams, Observation, Trajectory
+from marljax.agents.qlearning import loss as qloss
+from marljax.agents.qlearning.config import QConfig, QHParams, QState
+from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
+from marljax.core.types import Environment, EnvParams
+from marljax.replay import make_replay
+
+Array = jax.Array
+
+
+def epsilon(hparams: QHParams, env_steps: Array) -> Array:
+    """Linear epsilon schedule from `eps_start` to `eps_finish` over `eps_anneal_steps` steps."""
+    frac = jnp.clip(env_steps / jnp.maximum(hparams.eps_anneal_steps, 1.0), 0.0, 1.0)
+    return hparams.eps_start + frac * (hparams.eps_finish - hparams.eps_start)
+
+
+def make_optimizer(config: QConfig, hp: QHParams, grad_steps: Array):
+    """`common.make_optimizer` with the learner's optimiser and its linear lr decay."""
+    lr = hp.lr
+    if config.lr_decay_steps:
+        lr = lr * jnp.maximum(1.0 - grad_steps / config.lr_decay_steps, 0.0)
+    return common.make_optimizer(
+        lr, hp.max_grad_norm, kind=config.optimizer, eps=hp.opt_eps, rms_decay=hp.rmsprop_decay
+    )
+
+
+def example_item(nets: QNetworks) -> dict[str, Any]:
+    """One stored sequence (leaves `[L, ...]`) and its start carry `[A, H]`."""
+    L, A, N = nets.config.sequence_len, nets.num_agents, nets.num_actions
+    obs_shape, obs_dtype = nets.obs_space.shape, nets.obs_space.dtype
+    zeros = lambda *s, dtype=jnp.float32: jnp.zeros(s, dtype)  # noqa: E731
+    return {
+        "obs": zeros(L, A, *obs_shape, dtype=obs_dtype),
+        "mask": zeros(L, A, N, dtype=bool),
+        "state": zeros(L, *nets.state_space.shape),
+        "reset": zeros(L, dtype=bool),
+        "actions": zeros(L, A, dtype=jnp.int32),
+        "reward": zeros(L, A),
+        "terminated": zeros(L, dtype=bool),
+        "truncated": zeros(L, dtype=bool),
+        "next_obs": zeros(L, A, *obs_shape, dtype=obs_dtype),
+        "next_state": zeros(L, *nets.state_space.shape),
+        "next_mask": zeros(L, A, N, dtype=bool),
+        "carry": zeros(A, nets.carry_size),
+    }
+
+
+def to_items(nets: QNetworks, traj: Trajectory) -> dict[str, Any]:
+    """`[T, E, ...]` rollout -> `K * E` sequences `[L, ...]` (K = T / L), plus start carries."""
+    T, E = traj.reward.shape[:2]
+    L = nets.config.sequence_len
+    K = T // L
+    o = traj.observation
+    steps = {
+        "obs": o.obs,
+        "mask": o.action_mask,
+        "state": o.global_state,
+        "reset": o.reset,
+        "actions": traj.actions,
+        "reward": traj.reward,
+        "terminated": traj.terminated,
+        "truncated": traj.truncated,
+        "next_obs": traj.next_obs,
+        "next_state": traj.next_global_state,
+        "next_mask": traj.next_action_mask,
+    }
+
+    def chunk(x):  # [T, E, ...] -> [K * E, L, ...]
+        x = x.reshape(K, L, E, *x.shape[2:])
+        return jnp.swapaxes(x, 1, 2).reshape(K * E, L, *x.shape[3:])
+
+    items = jax.tree.map(chunk, steps)
+    carry = traj.policy_info["carry"]  # [T, E, A, H]
+    items["carry"] = carry[::L].reshape(K * E, nets.num_agents, nets.carry_size)
+    return items
+
+
+def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
+    """The learner's loss on a replay batch: unroll the networks, then `loss.mixed_td_loss`."""
+    config = nets.config
+    b = jax.tree.map(
+        lambda x: jnp.swapaxes(x, 0, 1), {k: v for k, v in batch.items() if k != "carry"}
+    )
+    x, x_next = nets.inputs(b["obs"]), nets.inputs(b["next_obs"])  # [L, B, A, D]
+    carry0 = batch["carry"]  # [B, A, H]
+    _, (q, hidden) = nets.apply_agents(params["agent"], carry0, x, b["reset"])
+    chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
+    target_agent = jax.lax.stop_gradient(target_params["agent"])
+    q_next_online = None
+    if config.recurrent:
+        # Next-step Q read from the online and target unrolls (see `next_q`).
+        _, (q_t, hidden_t) = nets.apply_agents(target_agent, carry0, x, b["reset"])
+        q_next_t = next_q(nets.next_step_q, target_agent, q_t, hidden_t, x_next, b["truncated"])
+        if config.double_q:
+            q_next_online = next_q(
+                nets.next_step_q, params["agent"], q, hidden, x_next, b["truncated"]
+            )
+    else:  # feed-forward: one pass over the next observations per network
+        q_next_t = nets.next_step_q(target_agent, hidden, x_next)
+        if config.double_q:
+            q_next_online = nets.next_step_q(params["agent"], hidden, x_next)
+    v_next = qloss.double_q_values(q_next_t, q_next_online, b["next_mask"])  # [L, B, A]
+    mix_tm1 = mix_t = None
+    if config.mixer != "none":
+        mix_tm1 = lambda q_a: nets.mix(params["mixer"], q_a, b["state"])  # noqa: E731
+        mix_t = lambda q_a: nets.mix(target_params["mixer"], q_a, b["next_state"])  # noqa: E731
+    return qloss.mixed_td_loss(
+        chosen,
+        v_next,
+        b["reward"],
+        b["terminated"],
+        b["truncated"],
+        hp.gamma,
+        mix_tm1=mix_tm1,
+        mix_t=mix_t,
+        team_reward_kind=config.team_reward,
+        reward_scale=hp.reward_scale,
+        target=config.target,
+        td_lambda=hp.td_lambda,
+        n_steps=config.n_steps,
+    )
+
+
+def gradient_step(nets: QNetworks, hp: QHParams, data_axis: str | None, carry, batch, key):
+    """One optimiser step on a replay batch, then the target-network update."""
+    del key  # the loss is deterministic given the batch
+    config = nets.config
+    params, target_params, opt_state, grad_steps = carry
+    (_, metrics), grads = jax.value_and_grad(
+        lambda p: loss_fn(nets, p, target_params, batch, hp), has_aux=True
+    )(params)
+    grads = common.data_mean(grads, data_axis)
+    tx = make_optimizer(config, hp, grad_steps)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    grad_steps = grad_steps + 1
+    if config.target_update == "polyak":
+        target_params = offpolicy.target_update(params, target_params, grad_steps, tau=hp.tau)
+    else:
+        target_params = offpolicy.target_update(
+            params, target_params, grad_steps, period=config.target_update_interval
+        )
+    metrics["grad_norm"] = optax.global_norm(grads)
+    return (params, target_params, opt_state, grad_steps), metrics
+
+
+def check_batch(sequence_len: int, rollout_len: int) -> None:
+    """Raise a clear error when the rollout does not split into replay sequences."""
+    L = sequence_len
+    if rollout_len % L:
+        raise ValueError(
+            f"rollout_len = {rollout_len} is not a multiple of the replay sequence_len = {L}"
+            f" (QConfig.sequence_len); use rollout_len = {L * max(1, rollout_len // L)}"
+            f" or a sequence_len dividing {rollout_len}"
+        )
+
+
+def make_q_learner(
+    config: QConfig,
+    env: Environment,
+    env_params: EnvParams | None = None,
+    *,
+    data_axis: str | None = None,
+) -> Agent:
+    """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
+
+    Args:
+      config: static structure.
+      env: the environment (only its spaces, number of agents and `max_steps` are read).
+      env_params: params used to read the spaces (default: `env.default_params()`).
+      data_axis: for data-parallel learners (`marljax.distributed.data_parallel_train`, which
+        sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
+        number of devices): the mapped device axis. Each device keeps a replay buffer of its
+        own environments and samples its share of every batch; gradients are averaged over the
+        axis and the environment-step counter (epsilon schedule, `learning_starts`) counts
+        every device's steps.
+
+    Returns:
+      An `Agent`. `act` is epsilon-greedy, or the masked argmax of Q with `greedy=True`; its
+      `policy_info` is `{"q": [E, A, N], "carry": [E, A, H]}` (the carry given to `act`, stored
+      for replay; `[E, A, 1]` zeros when feed-forward). `get_params` gives
+      `AgentParams(policy=agent Q-network params, critic=mixer params or None)`.
+
+    Raises:
+      ValueError: continuous actions, a mixer on an env whose global state is empty, a sequence
+        longer than the episode cap.
+    """
+    env_params = env.default_params() if env_params is None else env_params
+    nets = make_q_networks(config, env, env_params)
+    max_steps, L = int(env_params.max_steps), int(config.sequence_len)
+    if L > max_steps:
+        raise ValueError(
+            f"QConfig.sequence_len = {L} is longer than the episode cap of {env.name} "
+            f"(max_steps = {max_steps}); use a sequence_len <= {max_steps}"
+        )
+    replay = make_replay(config.buffer_size, config.batch_size)
+
+    def init(key: Array, hparams: QHParams) -> QState:
+        params = nets.init(key)
+        return QState(
+            params=params,
+            target_params=params,
+            opt_state=make_optimizer(config, hparams, jnp.int32(0)).init(params),
+            replay=replay.init(example_item(nets)),
+            env_steps=jnp.int32(0),
+            grad_steps=jnp.int32(0),
+            num_updates=jnp.int32(0),
+        )
+
+    def act(state: QState, carry, observation: Observation, key, hparams, greedy=False):
+        new_carry, (q, _) = nets.apply_agents(
+            state.params["agent"],
+            carry,
+            nets.inputs(observation.obs)[None],
+            observation.reset[None],
+        )
+        q = q[0]  # [E, A, N]
+        mask = observation.action_mask
+        best = qloss.masked_argmax(q, mask)
+        if greedy:
+            actions = best.astype(jnp.int32)
+        else:
+            key_explore, key_random = jax.random.split(key)
+            random = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
+            explore = jax.random.uniform(key_explore, best.shape) < epsilon(
+                hparams, state.env_steps
+            )
+            actions = jnp.where(explore, random, best).astype(jnp.int32)
+        if not config.recurrent:
+            new_carry = carry
+        return actions, new_carry, {"q": q, "carry": carry}
+
+    def update(state: QState, traj: Trajectory, hparams: QHParams, key: Array):
+        T, E = traj.reward.shape[:2]
+        replay_state = offpolicy.store(replay, state.replay, to_items(nets, traj))
+        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
+        (params, target_params, opt_state, grad_steps), metrics = offpolicy.learn_from_replay(
+            replay,
+            replay_state,
+            (state.params, state.target_params, state.opt_state, state.grad_steps),
+            key,
+            env_steps=env_steps,
+            learning_starts=config.learning_starts,
+            num_steps=config.gradient_steps,
+            gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k),
+            zero_metrics=lambda: dict.fromkeys(
+                ("loss", "q_taken", "target_mean", "grad_norm"), jnp.float32(0.0)
+            ),
+        )
+        metrics["epsilon"] = epsilon(hparams, state.env_steps)
+        new_state = QState(
+            params=params,
+            target_params=target_params,
+            opt_state=opt_state,
+            replay=replay_state,
+            env_steps=env_steps,
+            grad_steps=grad_steps,
+            num_updates=state.num_updates + 1,
+        )
+        return new_state, metrics
+
+    return Agent(
+        init=init,
+        initial_carry=lambda num_envs: jnp.zeros(
+            (num_envs, nets.num_agents, nets.carry_size), jnp.float32
+        ),
+        act=act,
+        update=update,
+        default_hparams=QHParams,
+        get_params=lambda s: _agent_params(config, s),
+        check_batch=lambda num_envs, rollout_len: check_batch(L, rollout_len),
+        data_parallel=lambda axis, num_shards: make_q_learner(
+            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
+        ),
+    )
+
+
+def _agent_params(config: QConfig, state: QState) -> AgentParams:
+    """The agent Q-network's parameters (policy) and the QMIX mixer's (critic; None without)."""
+    mixer = state.params["mixer"] if config.mixer == "qmix" else None
+    return AgentParams(policy=state.params["agent"], critic=mixer)
+
+
+def iql(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
+    """Independent Q-learning (no mixer)."""
+    return make_q_learner(QConfig(mixer="none", **config), env, env_params)
+
+
+def vdn(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
+    """VDN: additive value decomposition."""
+    return make_q_learner(QConfig(mixer="vdn", **config), env, env_params)
+
+
+def qmix(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
+    """QMIX: monotonic value decomposition conditioned on the global state."""
+    return make_q_learner(QConfig(mixer="qmix", **config), env, env_params)
+
+
+__all__ = ["epsilon", "iql", "make_q_learner", "qmix", "vdn"]

@@ -1,0 +1,247 @@
+"""Static configuration, traced hyperparameters, training state, target entropies and published
+presets of HASAC / MASAC."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import numpy as np
+from flax import struct
+
+from marljax import losses
+from marljax.agents import common
+from marljax.replay import ReplayState
+
+Array = jax.Array
+
+#: log-std bounds of the Gaussian policy head (Haarnoja et al. 2018's reference implementation).
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig:
+    """Static structure of the HASAC / MASAC learner (shapes, loop lengths, switches).
+
+    Attributes:
+      sequential: True: HASAC's sequential heterogeneous-agent update; False: MASAC.
+      fixed_order: update agents in the order 0..A-1 instead of a fresh random permutation.
+      parameter_mode: "independent" (stacked `[A, ...]`), "shared" or "shared_id".
+      action_type: "auto" (from the env's action space), "discrete" or "continuous"; a value
+        that contradicts the env raises a `ValueError` when the agent is built.
+      hidden_sizes: widths of the actor and critic MLPs.
+      activation: MLP activation.
+      n_step: length of the n-step return window.
+      critic_loss: "huber" (delta `hparams.huber_delta`) or "mse" (`0.5 * td^2`).
+      value_norm: learn the critic in a running standardised scale of the targets (ValueNorm).
+      auto_alpha: tune each agent's temperature towards the target entropy.
+      target_entropy: override of the target entropy (None: `-dim(A)` continuous,
+        `hparams.target_entropy_scale * log(N)` discrete). Must be negative for continuous
+        actions and in `(0, log N]` for discrete ones.
+      warmup_steps: environment steps with uniform random actions; learning starts after them.
+      utd_ratio: gradient steps per vectorised environment step (HARL's `update_per_train`);
+        an update of a rollout of `T` steps takes `max(1, round(utd_ratio * T))` steps.
+      policy_delay: actor and temperature updated every `policy_delay` gradient steps (TD3).
+      buffer_size: replay capacity in transitions.
+      batch_size: transitions per gradient step (at most `buffer_size`).
+    """
+
+    sequential: bool = True
+    fixed_order: bool = False
+    parameter_mode: str = "independent"
+    action_type: str = "auto"
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    activation: str = "relu"
+    n_step: int = 20
+    critic_loss: str = "huber"
+    value_norm: bool = True
+    auto_alpha: bool = False
+    target_entropy: float | None = None
+    warmup_steps: int = 10_000
+    utd_ratio: float = 1.0
+    policy_delay: int = 1
+    buffer_size: int = 100_000
+    batch_size: int = 1000
+
+    def __post_init__(self):
+        if isinstance(self.target_entropy, str):  # from the CLI / YAML: "none", "null" or a number
+            text = self.target_entropy.strip().lower()
+            try:
+                value = None if text in ("none", "null", "") else float(text)
+            except ValueError:
+                raise ValueError(
+                    f"SACConfig.target_entropy must be a number or none, got {self.target_entropy!r}"
+                ) from None
+            object.__setattr__(self, "target_entropy", value)
+        if self.target_entropy is not None:
+            value = self.target_entropy
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise ValueError(
+                    f"SACConfig.target_entropy must be a number or none, got {value!r}"
+                )
+            if not math.isfinite(float(value)):
+                raise ValueError(f"SACConfig.target_entropy must be finite, got {value!r}")
+            object.__setattr__(self, "target_entropy", float(value))
+        common.check_parameter_mode(self.parameter_mode)
+        _choice("action_type", self.action_type, ("auto", "discrete", "continuous"))
+        _choice("critic_loss", self.critic_loss, ("huber", "mse"))
+        for name in ("n_step", "policy_delay", "buffer_size", "batch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if int(self.warmup_steps) < 0:
+            raise ValueError(f"SACConfig.warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not 0 < float(self.utd_ratio) < math.inf:
+            raise ValueError(f"SACConfig.utd_ratio must be finite and > 0, got {self.utd_ratio}")
+        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
+            raise ValueError(
+                f"SACConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
+            )
+        if self.batch_size > self.buffer_size:
+            raise ValueError(
+                f"SACConfig.batch_size = {self.batch_size} is larger than the replay buffer "
+                f"(buffer_size = {self.buffer_size}): raise buffer_size or lower batch_size"
+            )
+
+
+@struct.dataclass
+class SACHParams:
+    """Traced hyperparameters of HASAC / MASAC (each may be swept with `vmap`).
+
+    Attributes:
+      actor_lr, critic_lr, alpha_lr: Adam learning rates.
+      gamma: discount.
+      tau: Polyak rate of the target critics (per gradient step).
+      init_alpha: initial temperature (the fixed one when `auto_alpha=False`).
+      target_entropy_scale: discrete target entropy as a fraction of `log(N)`.
+      huber_delta: Huber threshold of the critic loss.
+      max_grad_norm: global gradient-norm clip of actor and critic steps (per agent for actors).
+      reward_scale: multiplies the team reward (the mean of the agents' rewards).
+    """
+
+    actor_lr: Any = 5e-4
+    critic_lr: Any = 5e-4
+    alpha_lr: Any = 3e-4
+    gamma: Any = 0.99
+    tau: Any = 0.005
+    init_alpha: Any = 1e-3
+    target_entropy_scale: Any = 0.98
+    huber_delta: Any = 10.0
+    max_grad_norm: Any = 10.0
+    reward_scale: Any = 1.0
+
+
+@struct.dataclass
+class SACState:
+    """Everything that changes while training (all leaves are arrays; checkpointable)."""
+
+    actor_params: Any  # leading [A] axis in the independent mode
+    critic_params: Any  # leading [2] axis: the twin critics
+    target_critic_params: Any
+    actor_opt_state: Any  # leading [A] axis in the independent mode
+    critic_opt_state: Any
+    log_alpha: Array  # [A]
+    alpha_opt_state: Any
+    value_norm: losses.RunningMeanStd  # [] statistics of the critic targets
+    replay: ReplayState  # leaves [C, ...], one transition per item
+    env_steps: Array  # [] int32
+    grad_steps: Array  # [] int32
+    num_updates: Array  # [] int32
+
+
+#: named published configurations: (SACConfig overrides, SACHParams overrides, source).
+PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
+    "harl": (
+        {"sequential": True, "buffer_size": 1_000_000},
+        {},
+        "HARL harl/configs/algos_cfgs/hasac.yaml (Liu et al. 2024): the marljax defaults with "
+        "the published 1M-transition buffer.",
+    ),
+    "harl_masac": (
+        {"sequential": False, "buffer_size": 1_000_000},
+        {},
+        "The same configuration with the simultaneous update (MASAC), the paper's ablation.",
+    ),
+    "harl_mpe": (
+        {
+            "sequential": True,
+            "auto_alpha": True,
+            "critic_loss": "mse",
+            "value_norm": False,
+            "buffer_size": 1_000_000,
+        },
+        dict(init_alpha=1.0, max_grad_norm=1e9),
+        "HARL tuned_configs/pettingzoo_mpe/simple_spread_v2-continuous/hasac/config.json (Liu "
+        "et al. 2024): hasac.yaml but with a learned temperature (HARL starts log alpha at 0, "
+        "i.e. alpha = 1; its 'alpha: 0.2' is unused when auto_alpha is on), MSE critic loss, no "
+        "ValueNorm; HARL clips no gradients. Its 20 envs x 1 gradient step per vector step is "
+        "0.05 gradient steps per transition: with E envs use utd_ratio = E / 20 for that ratio.",
+    ),
+    "sac_v2": (
+        {
+            "n_step": 1,
+            "critic_loss": "mse",
+            "value_norm": False,
+            "auto_alpha": True,
+            "batch_size": 256,
+            "buffer_size": 1_000_000,
+        },
+        dict(actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4, init_alpha=1.0, max_grad_norm=1e9),
+        "Haarnoja et al. 2018b, 'Soft Actor-Critic Algorithms and Applications', table 1: Adam "
+        "3e-4, batch 256, 1M buffer, tau 0.005, gamma 0.99, learned temperature, 1-step targets.",
+    ),
+}
+
+
+def preset(name: str) -> tuple[dict[str, Any], SACHParams]:
+    """A published configuration: `(SACConfig overrides, SACHParams)`; see `PRESETS`."""
+    config, values = common.lookup_preset(PRESETS, name)
+    return config, SACHParams(**values)
+
+
+def _choice(name: str, value: Any, choices: tuple) -> None:
+    common.check_choice(f"SACConfig.{name}", value, choices)
+
+
+def target_entropy(
+    config: SACConfig, discrete: bool, act_dim: int, scale: Array | float = 0.98
+) -> Array | float:
+    """Target entropy per agent: the override, `-dim(A)` (continuous) or `scale * log(N)`."""
+    if config.target_entropy is not None:
+        return float(config.target_entropy)
+    if discrete:
+        return scale * math.log(act_dim)
+    return -float(act_dim)
+
+
+def check_target_entropy(config: SACConfig, discrete: bool, act_dim: int) -> None:
+    value = config.target_entropy
+    if value is None:
+        return
+    if discrete and not 0.0 < value <= math.log(act_dim) + 1e-9:
+        raise ValueError(
+            f"SACConfig.target_entropy = {value} is invalid for discrete actions: an entropy over "
+            f"{act_dim} actions lies in (0, log {act_dim} = {math.log(act_dim):.3f}]; a negative "
+            "target (the continuous convention -dim(A)) never binds and drives the temperature "
+            "to zero. Leave it None to use target_entropy_scale * log(N)."
+        )
+    if not discrete and value >= 0.0:
+        raise ValueError(
+            f"SACConfig.target_entropy = {value} has the wrong sign for continuous actions: the "
+            f"convention is negative, -dim(A) = {-act_dim} (Haarnoja et al. 2018b); leave it "
+            "None for that default."
+        )
+
+
+__all__ = [
+    "LOG_STD_MAX",
+    "LOG_STD_MIN",
+    "PRESETS",
+    "SACConfig",
+    "SACHParams",
+    "SACState",
+    "check_target_entropy",
+    "preset",
+    "target_entropy",
+]
