@@ -384,8 +384,8 @@ def data_parallel_train(
     trajectories than `trainer.train` with the same key (with `D = 1` it is `trainer.train`).
 
     Unlike `data_parallel_run` (GSPMD, any agent, a replicated learner whose batch work XLA
-    partitions), this needs agents that support it (`Agent.data_parallel`: PPO-family and the
-    value learners) and makes the learner's arithmetic itself parallel, which is what makes
+    partitions), this needs agents that support it (`Agent.data_parallel`: PPO-family, the value
+    learners and HASAC/MASAC) and makes the learner's arithmetic itself parallel, which is what makes
     it faster even on one multi-core CPU seen as several host devices
     (`XLA_FLAGS=--xla_force_host_platform_device_count=2`): small batches do not spread over
     cores inside one XLA:CPU device.
