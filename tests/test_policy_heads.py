@@ -181,3 +181,19 @@ def test_user_networks_are_used(climbing):
         state, agent.initial_carry(3), obs, jax.random.PRNGKey(0), PPOHParams()
     )
     assert actions.shape == (3, 2) and info["value"].shape == (3, 2)
+
+
+def test_agents_doc_example_runs():
+    """The paper-style example of docs/agents.md runs as written."""
+    import pathlib
+    import re
+
+    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / "agents.md"
+    code = re.search(r"## Composing an agent.*?```python\n(.*?)```", page.read_text(), re.S)
+    assert code, "docs/agents.md lost its paper-style example"
+    namespace: dict = {}
+    exec(compile(code.group(1), str(page), "exec"), namespace)
+    assert namespace["actions"].shape == (4, 2)
+    assert (
+        "SmallCNN_0" in namespace["agent"].get_params(namespace["s"].agent_state).policy["params"]
+    )
