@@ -244,7 +244,9 @@ def minibatches(parts: PPOParts, batch: dict, carry0: PPOCarry, key: Array):
     return jax.tree.map(split, batch), zero
 
 
-def loss(parts: PPOParts, params: tuple, mb: dict, mb_carry: PPOCarry, hp: PPOHParams, step):
+def minibatch_loss(
+    parts: PPOParts, params: tuple, mb: dict, mb_carry: PPOCarry, hp: PPOHParams, step
+):
     """`ppo_loss` of one minibatch `mb` (leaves `[T', B', ...]`) under `params = (actor, critic)`."""
     actor_p, critic_p = params
     _, out = apply_actor(parts, actor_p, mb_carry.actor, mb["x_actor"], mb["resets"])
@@ -289,7 +291,7 @@ def update(parts: PPOParts, state: PPOState, traj: Trajectory, hparams: PPOHPara
         "extras": parts.policy.extras(traj.policy_info, obs),
     }
     tx = optimizer(hp)
-    loss_fn = functools.partial(loss, parts, hp=hp, step=state.num_updates)
+    loss_fn = functools.partial(minibatch_loss, parts, hp=hp, step=state.num_updates)
 
     def mb_step(carry, inputs):
         params, opt_state = carry
@@ -452,10 +454,10 @@ __all__ = [
     "ia2c",
     "init",
     "ippo",
-    "loss",
     "maa2c",
     "make_ppo",
     "mappo",
+    "minibatch_loss",
     "minibatches",
     "update",
 ]
