@@ -1,4 +1,5 @@
-"""Neural-network building blocks shared by every agent: initializers, MLP torso, recurrent core.
+"""Neural-network building blocks shared by every agent: initializers, MLP and CNN torsos, the
+recurrent core, and `SequenceNet`, which chains them into a per-agent sequence network.
 
 Why a home-made orthogonal initializer: flax's `orthogonal` calls a QR factorisation, and jax
 0.10's *batched* QR (what `vmap` over seeds turns it into) can deadlock XLA's CPU thread pool on
@@ -148,3 +149,86 @@ class RecurrentCore(nn.Module):
     def initialize_carry(self, batch_shape: Sequence[int]) -> Array:
         """Zeros of shape `[*batch_shape, H]`."""
         return jnp.zeros((*batch_shape, self.hidden_size), jnp.float32)
+
+
+class GridEncoder(nn.Module):
+    """A small CNN for grid / image inputs given as flat vectors: conv layers, then flatten.
+
+    The input's first `H * W * C` entries are the grid (in `layout`, as declared by the
+    observation space, `marljax.core.spaces.Box.layout`); the rest (e.g. a one-hot agent id)
+    is appended to the flattened convolution features unchanged. Padding is "SAME", so small
+    egocentric windows (5x5, 7x7) keep their size.
+
+    Attributes:
+      grid_shape: `(H, W, C)` of the grid.
+      layout: "hwc" (`[H, W, C]`) or "chw" (`[C, H, W]`) order of the flat grid entries.
+      channels: output channels of each convolution.
+      kernel_size: square kernel size of every convolution.
+      activation: name of the activation (see `activation`).
+
+    Call: `features [..., F] = encoder(x [..., D])`.
+    """
+
+    grid_shape: tuple[int, int, int]
+    layout: str = "hwc"
+    channels: Sequence[int] = (16, 16)
+    kernel_size: int = 3
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        H, W, C = self.grid_shape
+        size = H * W * C
+        batch = x.shape[:-1]
+        grid, rest = x[..., :size], x[..., size:]
+        if self.layout == "chw":
+            grid = jnp.moveaxis(grid.reshape(-1, C, H, W), 1, -1)
+        else:
+            grid = grid.reshape(-1, H, W, C)
+        act = activation(self.activation)
+        for width in self.channels:
+            k = (self.kernel_size, self.kernel_size)
+            grid = act(
+                nn.Conv(
+                    width,
+                    k,
+                    padding="SAME",
+                    kernel_init=orthogonal(jnp.sqrt(2.0)),
+                    bias_init=nn.initializers.zeros,
+                )(grid)
+            )
+        features = grid.reshape(*batch, -1)
+        return jnp.concatenate([features, rest], axis=-1)
+
+
+class SequenceNet(nn.Module):
+    """A per-agent sequence network: optional encoder, optional GRU core, then a torso.
+
+    `encoder` (e.g. a `GridEncoder`) runs on every step's input, the `RecurrentCore` (when
+    `recurrent`) carries memory across steps, and `torso` (e.g. an `MLP` with an output layer)
+    maps the result to the outputs. The encoder and torso are ordinary feed-forward flax
+    modules `[..., D] -> [..., O]`; they are renamed by class inside this module (`MLP_0`, ...),
+    so a default network's parameter tree does not depend on how it was passed in.
+
+    Attributes:
+      torso: feed-forward module giving the outputs.
+      encoder: optional feed-forward module applied before the recurrent core.
+      recurrent: use the GRU core.
+      gru_size: width of the GRU.
+
+    Call: `carry, out = net(carry [B, H], xs [T, B, D], resets [T, B])` with
+    `out [T, B, O]` (`carry` is passed through unchanged when not recurrent).
+    """
+
+    torso: nn.Module
+    encoder: nn.Module | None = None
+    recurrent: bool = False
+    gru_size: int = 64
+
+    @nn.compact
+    def __call__(self, carry: Array, xs: Array, resets: Array) -> tuple[Array, Array]:
+        if self.encoder is not None:
+            xs = self.encoder.copy(parent=self, name=None)(xs)
+        if self.recurrent:
+            carry, xs = RecurrentCore(self.gru_size)(carry, xs, resets)
+        return carry, self.torso.copy(parent=self, name=None)(xs)

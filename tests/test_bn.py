@@ -338,3 +338,28 @@ def test_tabular_policy_gradient_chain_coordinates():
     assert float(res.nash_gap.max()) < 0.02
     with pytest.raises(ValueError, match="payoff must be"):
         bt.train_tabular(jax.random.PRNGKey(0), bn.chain_graph(3), payoff, 3)
+
+
+def test_greedy_acting_follows_the_topological_order():
+    # tabular: agent 1's table row is indexed by its parent's (agent 0's) greedy action
+    N = 3
+    theta = jnp.zeros((2, N**2, N)).at[0, :, 1].set(5.0)
+    theta = theta.at[1, :, 0].set(1.0).at[1, 1, 2].set(5.0)  # row 1 = parent played 1
+    np.testing.assert_array_equal(bt.greedy_joint_action(theta, bn.chain_graph(2)), [1, 2])
+    np.testing.assert_array_equal(bt.greedy_joint_action(theta, bn.empty_graph(2)), [1, 0])
+    # the joint sampler's greedy mode: argmax of each conditional, parents first
+    base = jnp.array([[[0.0, 2.0], [1.0, 0.0]]])  # [B=1, A=2, N=2]
+
+    def extra(inputs, agent):  # agent 1 copies its parent's action strongly
+        return 10.0 * inputs[:, :2]
+
+    dag = bn.DAG(bn.chain_graph(2).parents[None], bn.chain_graph(2).order[None])
+    a = bn.sample_joint_actions(None, base, extra, dag, greedy=True)
+    np.testing.assert_array_equal(a, [[1, 1]])
+    # the mode DAG is acyclic and keeps only likely edges
+    scores = jnp.array([[0.0, 2.0, 1.0]])
+    logits = jnp.full((1, 3, 3), 3.0)
+    mode = bn.mode_dag(scores, logits)
+    np.testing.assert_array_equal(mode.order, [[1, 2, 0]])
+    assert bool(bn.is_acyclic(mode.parents)[0]) and int(bn.num_edges(mode.parents)[0]) == 3
+    assert int(bn.num_edges(bn.mode_dag(scores, -logits).parents)[0]) == 0

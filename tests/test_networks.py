@@ -110,3 +110,32 @@ def test_apply_once_per_env_equals_every_agent_for_equal_inputs():
     np.testing.assert_allclose(l_one, l_all, rtol=1e-5)
     for a, b in zip(jax.tree.leaves(g_one), jax.tree.leaves(g_all), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_sequence_net_names_its_modules_by_class():
+    """A default torso passed in keeps the parameter tree of a network built inline."""
+    from marljax.networks import MLP, SequenceNet
+
+    net = SequenceNet(MLP((4,), "tanh", 3, 0.01), recurrent=True, gru_size=5)
+    p = net.init(
+        jax.random.PRNGKey(0), jnp.zeros((2, 5)), jnp.zeros((1, 2, 6)), jnp.zeros((1, 2), bool)
+    )
+    assert set(p["params"]) == {"MLP_0", "RecurrentCore_0"}
+    carry, out = net.apply(p, jnp.zeros((2, 5)), jnp.ones((3, 2, 6)), jnp.zeros((3, 2), bool))
+    assert carry.shape == (2, 5) and out.shape == (3, 2, 3)
+
+
+def test_grid_encoder_reads_both_layouts_alike():
+    from marljax.networks import GridEncoder
+
+    grid = jax.random.normal(jax.random.PRNGKey(0), (2, 4, 5, 3))  # [B, H, W, C]
+    extra = jnp.ones((2, 2))
+    hwc = GridEncoder((4, 5, 3), "hwc", (6,))
+    chw = GridEncoder((4, 5, 3), "chw", (6,))
+    x_hwc = jnp.concatenate([grid.reshape(2, -1), extra], -1)
+    x_chw = jnp.concatenate([jnp.moveaxis(grid, -1, 1).reshape(2, -1), extra], -1)
+    p = hwc.init(jax.random.PRNGKey(1), x_hwc)
+    out = hwc.apply(p, x_hwc)
+    assert out.shape == (2, 4 * 5 * 6 + 2)
+    np.testing.assert_allclose(chw.apply(p, x_chw), out, rtol=1e-6)
+    np.testing.assert_array_equal(out[:, -2:], extra)  # the agent id passes through

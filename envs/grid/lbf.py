@@ -534,7 +534,7 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
         level = self._level_bound(params)
         if self.grid_observation:
             size = 2 * self.sight + 1
-            return spaces.Box(0.0, level, (3, size, size), jnp.float32)
+            return spaces.Box(0.0, level, (3, size, size), jnp.float32, layout="chw")
         high = jnp.maximum(level, float(max(self.height, self.width) - 1))
         return spaces.Box(-1.0, high, (3 * (self.num_food + self.num_agents),), jnp.float32)
 

@@ -478,7 +478,9 @@ class Pathfinding(Environment[PathfindingState, PathfindingParams]):
         )
 
     def observation_space(self, params: PathfindingParams) -> spaces.Box:
-        return spaces.Box(0.0, 1.0, (self.num_channels, self.window, self.window), jnp.float32)
+        return spaces.Box(
+            0.0, 1.0, (self.num_channels, self.window, self.window), jnp.float32, layout="chw"
+        )
 
     def action_space(self, params: PathfindingParams) -> spaces.Discrete:
         return spaces.Discrete(NUM_ACTIONS)

@@ -528,7 +528,7 @@ class DilemmaGrid(Environment[DilemmaGridState, DilemmaGridParams]):
 
     def observation_space(self, params: DilemmaGridParams) -> spaces.Box:
         v = 2 * self.view_radius + 1
-        return spaces.Box(0, 1, (v, v, NUM_CHANNELS), jnp.uint8)
+        return spaces.Box(0, 1, (v, v, NUM_CHANNELS), jnp.uint8, layout="hwc")
 
     def action_space(self, params: DilemmaGridParams) -> spaces.Discrete:
         return spaces.Discrete(self.num_actions)

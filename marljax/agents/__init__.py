@@ -9,7 +9,16 @@ from typing import Any
 
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
-from marljax.agents.ppo import PPOConfig, PPOHParams, ippo, make_ppo, mappo
+from marljax.agents.ppo import (
+    A2C_OVERRIDES,
+    PPOConfig,
+    PPOHParams,
+    ia2c,
+    ippo,
+    maa2c,
+    make_ppo,
+    mappo,
+)
 from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
 
@@ -50,6 +59,24 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_ppo,
         {"critic_input": "global", "graph": "learned"},
         "BN-MAPPO: MAPPO with a Bayesian-network joint policy on a context-aware DAG (Chen 2023).",
+    ),
+    "ia2c": AlgoSpec(
+        "ia2c",
+        PPOConfig,
+        PPOHParams,
+        make_ppo,
+        {"critic_input": "local", **A2C_OVERRIDES},
+        "IA2C: independent advantage actor-critic, PPO with one epoch, one minibatch, raw "
+        "advantages and no value clipping (exactly A2C; Huang et al. 2022).",
+    ),
+    "maa2c": AlgoSpec(
+        "maa2c",
+        PPOConfig,
+        PPOHParams,
+        make_ppo,
+        {"critic_input": "global", **A2C_OVERRIDES},
+        "MAA2C: advantage actor-critic with a centralised critic on the global state (PPO "
+        "configured as A2C).",
     ),
     "iql": AlgoSpec(
         "iql",
@@ -129,11 +156,13 @@ __all__ = [
     "Trajectory",
     "algo_spec",
     "hasac",
+    "ia2c",
     "iql",
     "ippo",
     "make_ppo",
     "make_q_learner",
     "make_sac",
+    "maa2c",
     "mappo",
     "masac",
     "qmix",

@@ -162,6 +162,25 @@ def train_tabular(
     return jax.jit(jax.vmap(run))(jax.random.split(key, num_seeds))
 
 
+def greedy_joint_action(theta: Array, graph: bn.DAG) -> Array:
+    """`[A]` int32 greedy joint action: each agent's argmax given its parents' greedy actions.
+
+    Agents act in the DAG's topological order (`graph.order`), so every agent's table row is
+    indexed by its parents' already chosen actions (the BN policy's deterministic mode).
+
+    Args:
+      theta: `[A, N^A, N]` logits tables.
+      graph: the `bn.DAG` the tables were trained on.
+    """
+    A, _, N = theta.shape
+    actions = jnp.zeros((A,), jnp.int32)
+    for k in range(A):  # A is small and static: the tabular games enumerate N^A joint actions
+        i = graph.order[k]
+        row = parent_index(graph.parents, actions[None], N)[0, i]
+        actions = actions.at[i].set(jnp.argmax(theta[i, row]).astype(jnp.int32))
+    return actions
+
+
 def exact_policy_table(theta: Array, parents: Array, joint: Array) -> np.ndarray:
     """`[N^A]` probabilities of every joint action under the tabular BN policy."""
     return np.asarray(jnp.exp(conditional_log_probs(theta, parents, joint).sum(-1)))
@@ -173,6 +192,7 @@ __all__ = [
     "coordination_game",
     "exact_policy_table",
     "expected_payoff",
+    "greedy_joint_action",
     "joint_actions",
     "nash_gap",
     "parent_index",

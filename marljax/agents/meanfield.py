@@ -25,8 +25,10 @@ This module adds no second PPO: `make_mfpg` is `marljax.agents.ppo.make_ppo` wit
 parameter mode fixed to `"shared"` and the critic input fixed to `"global"`, plus the checks
 that keep the agent size-independent. Registered as `"mfpg"` in `marljax.agents.ALGORITHMS`
 (`marljax train --algo mfpg --env swarm/vicsek-v0 --set env.num_agents=100` and
-`Experiment(algo="mfpg", ...)`). Cost note: PPO's global critic is applied once per agent to
-the (identical) broadcast mean field, so the critic costs as much as the actor per step.
+`Experiment(algo="mfpg", ...)`). The critic, shared and fed the same mean field for every
+agent, is evaluated once per environment. Greedy acting (`act(..., greedy=True)`) takes the
+policy head's mode, and `get_params` returns `AgentParams(policy=actor, critic=critic)`, both
+from PPO.
 
     env, params = marljax.make("swarm/vicsek-v0", num_agents=100)
     agent = mfpg(env, params)                    # or make_mfpg(MFPGConfig(), env, params)
@@ -44,7 +46,14 @@ import jax
 import numpy as np
 
 from marljax.agents.base import Agent
-from marljax.agents.ppo import CriticInput, ParameterMode, PPOConfig, PPOHParams, make_ppo
+from marljax.agents.ppo import (
+    CriticInput,
+    ParameterMode,
+    PPOConfig,
+    PPOHParams,
+    PPONetworks,
+    make_ppo,
+)
 from marljax.core.types import Environment, EnvParams
 
 
@@ -76,7 +85,12 @@ class MFPGConfig(PPOConfig):
             )
 
 
-def make_mfpg(config: MFPGConfig, env: Environment, env_params: EnvParams | None = None) -> Agent:
+def make_mfpg(
+    config: MFPGConfig,
+    env: Environment,
+    env_params: EnvParams | None = None,
+    networks: PPONetworks | None = None,
+) -> Agent:
     """Build the mean-field policy gradient agent for `env`.
 
     Args:
@@ -86,6 +100,8 @@ def make_mfpg(config: MFPGConfig, env: Environment, env_params: EnvParams | None
         not depend on the number of agents (as for the `swarm/*` envs), or the critic will not
         transfer to other swarm sizes.
       env_params: params used to read the spaces (default: `env.default_params()`).
+      networks: optional actor and critic (`marljax.agents.ppo.PPONetworks`); their parameter
+        shapes must not depend on the number of agents for `transfer` to work.
 
     Returns:
       An `Agent` (the PPO agent's functions; its state is a `PPOState` whose parameter shapes do
@@ -99,7 +115,7 @@ def make_mfpg(config: MFPGConfig, env: Environment, env_params: EnvParams | None
     if not isinstance(config, MFPGConfig):
         # Re-validate a plain PPOConfig through MFPGConfig's checks.
         config = MFPGConfig(**dataclasses.asdict(config))
-    return make_ppo(config, env, env_params)
+    return make_ppo(config, env, env_params, networks)
 
 
 def mfpg(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:

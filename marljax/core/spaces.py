@@ -108,14 +108,53 @@ class MultiDiscrete(Space):
         return f"MultiDiscrete({self.nvec.tolist()})"
 
 
-class Box(Space):
-    """A real-valued array with (possibly infinite) elementwise bounds."""
+#: array layouts a `Box` may declare: `[H, W, C]` or `[C, H, W]` grids / images
+LAYOUTS = ("hwc", "chw")
 
-    def __init__(self, low, high, shape: tuple[int, ...], dtype: Any = jnp.float32):
+
+class Box(Space):
+    """A real-valued array with (possibly infinite) elementwise bounds.
+
+    Args:
+      low, high: elementwise bounds (scalars or arrays broadcastable to `shape`).
+      shape: the array's shape.
+      dtype: its dtype.
+      layout: what the axes mean, for networks that follow the observation space: None (a
+        vector, or an array with no spatial meaning: flattened into an MLP), `"hwc"` (a
+        `[H, W, C]` grid or image, channels last) or `"chw"` (`[C, H, W]`, channels first).
+    """
+
+    def __init__(
+        self,
+        low,
+        high,
+        shape: tuple[int, ...],
+        dtype: Any = jnp.float32,
+        layout: str | None = None,
+    ):
         self.low = low
         self.high = high
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
+        if layout is not None:
+            if layout not in LAYOUTS:
+                raise ValueError(f"Box layout must be None or one of {LAYOUTS}, got {layout!r}")
+            if len(self.shape) != 3:
+                raise ValueError(
+                    f"Box layout {layout!r} needs a 3-D shape ([H, W, C] or [C, H, W]), "
+                    f"got {self.shape}"
+                )
+        self.layout = layout
+
+    @property
+    def grid_shape(self) -> tuple[int, int, int] | None:
+        """`(H, W, C)` of a grid / image space (`layout` set), else None."""
+        if self.layout is None:
+            return None
+        if self.layout == "hwc":
+            return self.shape
+        c, h, w = self.shape
+        return (h, w, c)
 
     def sample(self, key: jax.Array, mask: Array | None = None) -> Array:
         """Uniform within finite bounds; standard normal clipped to the bounds otherwise."""
@@ -136,7 +175,8 @@ class Box(Space):
         return jnp.all((x >= self.low) & (x <= self.high) & ~jnp.isnan(x))
 
     def __repr__(self) -> str:
-        return f"Box(shape={self.shape}, dtype={jnp.dtype(self.dtype).name})"
+        layout = "" if self.layout is None else f", layout={self.layout!r}"
+        return f"Box(shape={self.shape}, dtype={jnp.dtype(self.dtype).name}{layout})"
 
 
 def _is_integral(x: Array) -> Array:

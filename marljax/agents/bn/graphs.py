@@ -1,4 +1,4 @@
-"""Bayesian-network (DAG-correlated) joint policies over agents, with fixed or learned graphs.
+"""Bayesian-network (DAG-correlated) joint policies over agents: graphs, sampling, log-probs.
 
 A Bayesian-network (BN) joint policy factorises the joint action over a directed acyclic graph
 (DAG) on the agents:
@@ -367,6 +367,20 @@ def sample_dag(key: Array, scores: Array, edge_logits: Array, threshold: Array =
     return DAG(prune(parents, jax.nn.sigmoid(edge_logits), threshold), order)
 
 
+def mode_dag(scores: Array, edge_logits: Array, threshold: Array = 0.0) -> DAG:
+    """The most probable DAG of `sample_dag`'s distribution given its order: greedy acting.
+
+    The order sorts `scores` (highest first: the Plackett-Luce mode); an edge allowed by that
+    order is kept when its probability exceeds 1/2 and `threshold`.
+
+    Returns:
+      A `DAG` with `parents [..., A, A]` and `order [..., A]`.
+    """
+    order = jnp.argsort(-scores, axis=-1).astype(jnp.int32)
+    parents = (edge_logits > 0) & order_mask(order)
+    return DAG(prune(parents, jax.nn.sigmoid(edge_logits), threshold), order)
+
+
 def dag_log_prob(scores: Array, edge_logits: Array, dag: DAG, threshold: Array = 0.0) -> Array:
     """Per-agent log-probability terms of a DAG drawn by `sample_dag` (sums to the log-prob).
 
@@ -446,6 +460,7 @@ def sample_joint_actions(
     parent_logits_fn: ConditionalFn,
     dag: DAG,
     mask: Array | None = None,
+    greedy: bool = False,
 ) -> Array:
     """Sample a joint action from a BN policy: a `lax.scan` over the topological order.
 
@@ -463,12 +478,17 @@ def sample_joint_actions(
         of agent `agent[b]` of each batch row given its masked one-hot parent actions.
       dag: `parents [B, A, A]`, `order [B, A]`.
       mask: optional `[B, A, N]` bool legal actions.
+      greedy: (static) each agent takes the argmax of its conditional given its parents'
+        greedy actions instead of sampling (`key` is unused).
 
     Returns:
       `[B, A]` int32 joint actions.
     """
     B, A, N = base_logits.shape
-    gumbel = jax.random.gumbel(key, (1, B, A, N), base_logits.dtype)[0]
+    if greedy:
+        gumbel = jnp.zeros((B, A, N), base_logits.dtype)
+    else:
+        gumbel = jax.random.gumbel(key, (1, B, A, N), base_logits.dtype)[0]
     rows = jnp.arange(B)
 
     def step(actions, k):
@@ -533,6 +553,7 @@ __all__ = [
     "gumbel_sigmoid",
     "is_acyclic",
     "joint_log_prob",
+    "mode_dag",
     "num_edges",
     "order_mask",
     "order_ranks",

@@ -1,0 +1,174 @@
+"""Static structure (`PPOConfig`), traced hyperparameters (`PPOHParams`) and state of PPO agents."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import jax
+from flax import struct
+
+from marljax import losses
+from marljax.agents import common
+from marljax.agents.bn import graphs as bn
+
+Array = jax.Array
+
+ParameterMode = Literal["shared", "shared_id", "independent"]
+CriticInput = Literal["local", "global"]
+Torso = Literal["auto", "mlp", "cnn"]
+GRAPHS = ("none", "empty", "chain", "line", "full", "learned")
+TORSOS = ("auto", "mlp", "cnn")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Static structure of a PPO-family agent (shapes and loop lengths; not traced).
+
+    Attributes:
+      critic_input: "local" (IPPO) or "global" (MAPPO).
+      parameter_mode: "shared", "shared_id" (shared + one-hot agent id) or "independent".
+      hidden_sizes: widths of the actor and critic MLP torsos.
+      activation: torso activation (tanh, relu, elu, gelu, silu).
+      torso: the default networks' input layers. "auto": a small CNN
+        (`marljax.networks.GridEncoder`) before the MLP when the network's input space declares
+        a grid layout (`Box(..., layout="hwc" | "chw")`), the flat MLP otherwise; "mlp": always
+        flatten into the MLP; "cnn": require a grid input. Ignored for user-given networks.
+      cnn_channels: output channels of the CNN's convolutions (3x3, "SAME" padding).
+      recurrent: use a GRU core before the MLP torso.
+      gru_size: width of the GRU.
+      num_epochs: passes over each rollout.
+      num_minibatches: minibatches per epoch (over environments when recurrent, else samples).
+      normalize_advantages: standardise advantages per minibatch.
+      value_norm: learn values in a running standardised scale (MAPPO's ValueNorm).
+      clip_value_loss: use the PPO clipped value loss (clip range `hparams.value_clip_eps`).
+      tanh_squash: continuous actions through tanh, rescaled to the action box.
+      graph: joint-policy graph. "none": independent actors (plain MAPPO/IPPO); "empty",
+        "chain" (alias "line"), "full": a fixed Bayesian-network DAG (`marljax.agents.bn`);
+        "learned": a context-aware DAG sampled from the global state; or a user-given `[A, A]`
+        parent mask (nested tuples, `mask[i][j] = 1` when agent `j` is a parent of agent `i`).
+      graph_threshold_start, graph_threshold_end, graph_anneal_updates: the edge threshold
+        rises linearly from start to end over that many updates (edges whose probability does
+        not exceed it are pruned; 1.0 prunes every edge). 0 updates: constant at start.
+    """
+
+    critic_input: CriticInput = "global"
+    parameter_mode: ParameterMode = "shared_id"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    torso: Torso = "auto"
+    cnn_channels: tuple[int, ...] = (16, 16)
+    recurrent: bool = False
+    gru_size: int = 64
+    num_epochs: int = 4
+    num_minibatches: int = 4
+    normalize_advantages: bool = True
+    value_norm: bool = False
+    clip_value_loss: bool = True
+    tanh_squash: bool = False
+    graph: Any = "none"
+    graph_threshold_start: float = 0.0
+    graph_threshold_end: float = 0.0
+    graph_anneal_updates: int = 0
+
+    def __post_init__(self):
+        common.check_choice("critic_input", self.critic_input, ("local", "global"))
+        common.check_parameter_mode(self.parameter_mode)
+        common.check_choice("torso", self.torso, TORSOS)
+        for name in ("num_epochs", "num_minibatches", "gru_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
+            raise ValueError(
+                f"PPOConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
+            )
+        if not self.cnn_channels or any(int(c) < 1 for c in self.cnn_channels):
+            raise ValueError(
+                f"PPOConfig.cnn_channels must be positive widths, got {self.cnn_channels}"
+            )
+        if isinstance(self.graph, str):
+            common.check_choice("graph", self.graph, GRAPHS)
+        else:
+            try:  # a user-given parent mask: malformed masks and cycles fail here
+                bn.graph_from_parents(self.graph)
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"PPOConfig.graph: {err}") from None
+            object.__setattr__(self, "graph", tuple(tuple(int(v) for v in r) for r in self.graph))
+        try:
+            bn.check_anneal(
+                self.graph_threshold_start, self.graph_threshold_end, self.graph_anneal_updates
+            )
+        except ValueError as err:
+            raise ValueError(
+                f"PPOConfig.graph_threshold_start, graph_threshold_end, graph_anneal_updates: {err}"
+            ) from None
+        if self.uses_graph and self.recurrent:
+            raise ValueError("PPOConfig.graph (BN joint policy) needs recurrent=False")
+
+    @property
+    def uses_graph(self) -> bool:
+        """A Bayesian-network joint policy (BN-MAPPO) rather than independent actors."""
+        return not (isinstance(self.graph, str) and self.graph == "none")
+
+
+#: `PPOConfig` overrides that make PPO the synchronous advantage actor-critic (A2C, Mnih et al.
+#: 2016): one pass, one minibatch, raw advantages, unclipped value loss. At the only step the
+#: ratio is 1, so the clip is inactive and the update is A2C's exactly (Huang et al. 2022, "A2C
+#: is a special case of PPO", https://arxiv.org/abs/2205.09123).
+A2C_OVERRIDES: dict[str, Any] = {
+    "num_epochs": 1,
+    "num_minibatches": 1,
+    "normalize_advantages": False,
+    "clip_value_loss": False,
+}
+
+
+@struct.dataclass
+class PPOHParams:
+    """Traced hyperparameters of PPO (each may be vmapped over in a sweep).
+
+    Defaults follow the MAPPO paper's (Yu et al. 2022) recommendations where they apply.
+    """
+
+    lr: Any = 5e-4
+    gamma: Any = 0.99
+    gae_lambda: Any = 0.95
+    clip_eps: Any = 0.2
+    value_clip_eps: Any = 0.2
+    ent_coef: Any = 0.01
+    vf_coef: Any = 0.5
+    max_grad_norm: Any = 0.5
+    adam_eps: Any = 1e-5
+
+
+@struct.dataclass
+class PPOState:
+    """Everything that changes during PPO training (all leaves are arrays)."""
+
+    actor_params: Any  # leading [A] axis in the independent mode
+    critic_params: Any
+    opt_state: Any
+    value_norm: losses.RunningMeanStd  # [] running statistics of returns
+    num_updates: Array  # [] int32
+
+
+@struct.dataclass
+class PPOCarry:
+    """Recurrent state while acting: `[E, A, H]` each (`H = 1` zeros when feed-forward)."""
+
+    actor: Array
+    critic: Array
+
+
+__all__ = [
+    "A2C_OVERRIDES",
+    "GRAPHS",
+    "TORSOS",
+    "CriticInput",
+    "ParameterMode",
+    "PPOCarry",
+    "PPOConfig",
+    "PPOHParams",
+    "PPOState",
+    "Torso",
+]
