@@ -209,6 +209,7 @@ def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
     assert sorted(os.listdir(run_dir)) == [
         "config.json",
         "learning_curve.png",
+        "manifest.json",
         "metrics.json",
         "metrics.npz",
         "sweep.json",
