@@ -34,6 +34,7 @@ parser.add_argument("--seeds", type=int, default=4)
 parser.add_argument("--updates", type=int, default=60)
 parser.add_argument("--envs", type=int, default=8)
 parser.add_argument("--rollout", type=int, default=32)
+parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
 
 
 def final_returns(env_id: str, overrides: dict, torso: str, args) -> np.ndarray:
@@ -55,7 +56,8 @@ def final_returns(env_id: str, overrides: dict, torso: str, args) -> np.ndarray:
 def main() -> None:
     args = parser.parse_args()
     print(f"{args.seeds} seeds, {args.envs * args.rollout * args.updates} env steps per run")
-    for task, (env_id, overrides) in TASKS.items():
+    for task in args.tasks:
+        env_id, overrides = TASKS[task]
         for torso in ("cnn", "mlp"):
             start = time.perf_counter()
             scores = final_returns(env_id, overrides, torso, args)

@@ -101,7 +101,7 @@ def untrained(exp: Experiment, seeds: int):
     built = build(exp)
     keys = jax.vmap(jax.random.PRNGKey)(np.arange(1000, 1000 + seeds))
     hp = jax.tree.map(lambda x: x[0], built.hparams)
-    # lax.map, not vmap: one initialisation at a time (see KNOWN_ISSUES.md on batched init).
+    # lax.map, not vmap: one initialisation at a time (batched LAPACK init can deadlock XLA:CPU).
     return jax.jit(lambda ks: jax.lax.map(lambda k: built.agent.init(k, hp), ks))(keys)
 
 
