@@ -120,8 +120,7 @@ class QNetworks:
 
     def flat_state(self, gs: Array) -> Array:
         """`[..., *state_shape]` -> `[..., S]` float32."""
-        rank = len(self.state_space.shape)
-        return gs.reshape(*gs.shape[: gs.ndim - rank], -1).astype(jnp.float32)
+        return common.agent_inputs(gs, len(self.state_space.shape), self.num_agents, False)
 
     def apply_agents(self, params: Any, carry: Array, xs: Array, resets: Array):
         """`xs [T, B, A, D]` -> `(carry [B, A, H], (q [T, B, A, N], hidden [T, B, A, H']))`."""

@@ -106,8 +106,7 @@ class SACModel:
 
     def state_inputs(self, gs: Array) -> Array:
         """`[..., *state_shape]` -> `[..., S]` float32 critic inputs."""
-        rank = len(self.state_space.shape)
-        return gs.reshape(*gs.shape[: gs.ndim - rank], -1).astype(jnp.float32)
+        return common.agent_inputs(gs, len(self.state_space.shape), self.num_agents, False)
 
     def actor_all(self, params: Any, x: Array) -> Array:
         """`x [B, A, D_in]` -> `[B, A, O]` every agent's actor output."""
