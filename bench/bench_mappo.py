@@ -17,11 +17,12 @@ import functools
 import math
 
 import jax
+import numpy as np
 from harness import Options, Result, SkipCase, case, in_subprocess, main, timed
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.distributed import as_float32_rows, runs_mesh, shard_runs, sharded_train
+from marljax.execute import make_mesh, place, programs
 from marljax.train import TrainConfig, hparam_grid, make_train, sweep
 
 ENV_IDS = ("matrix/climbing-v0", "matrix/ipd-v0", "particle/simple_spread-v0")
@@ -96,11 +97,11 @@ def mappo_matrix(opts: Options) -> list[Result]:
 
 @case("mappo_matrix/marljax_sharded")
 def mappo_matrix_sharded(opts: Options) -> list[Result]:
-    """16 seeds with the runs axis sharded over every device (`sharded_train`), per env."""
+    """16 seeds with the runs axis sharded over every device (`marljax.execute.programs`), per env."""
     devices = jax.device_count()
     if devices < 2:
         raise SkipCase("needs 2+ devices (run through in_subprocess)")
-    mesh = runs_mesh()
+    mesh = make_mesh("runs")
     results = []
     for env_id in ENV_IDS:
         env, params = marljax.make(env_id)
@@ -109,9 +110,11 @@ def mappo_matrix_sharded(opts: Options) -> list[Result]:
             config, env, make_ppo(PPOConfig(critic_input="global"), env, params), params
         )
         task = f"MAPPO {env_id} (E={config.num_envs}, T={config.rollout_len}, {config.num_updates} updates)"
-        keys = shard_runs(jax.random.split(jax.random.PRNGKey(1), MANY_SEEDS), mesh)
-        hps = shard_runs(as_float32_rows(PPOHParams(), MANY_SEEDS), mesh)
-        t = timed(sharded_train(trainer, mesh), keys, hps, repeats=opts.repeats, first_call=False)
+        spec = jax.sharding.PartitionSpec("runs")
+        keys = place(jax.random.split(jax.random.PRNGKey(1), MANY_SEEDS), mesh, spec)
+        rows = jax.tree.map(lambda x: np.full(MANY_SEEDS, x, np.float32), PPOHParams())
+        train = programs(trainer, mesh, "runs").train
+        t = timed(train, keys, place(rows, mesh, spec), repeats=opts.repeats, first_call=False)
         steps = MANY_SEEDS * config.num_updates * config.steps_per_update
         variant = f"{MANY_SEEDS} seeds ({devices} devices)"
         results.append(

@@ -37,6 +37,7 @@ from harness import (
     Result,
     case,
     data_parallel_framework,
+    data_parallel_train,
     in_subprocess,
     jaxmarl_baseline,
     main_with_steps,
@@ -47,7 +48,6 @@ from harness import (
 
 import marljax
 from marljax.agents.qlearning import QConfig, make_q_learner, preset
-from marljax.distributed import data_parallel_train
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.train import TrainConfig, make_train
 

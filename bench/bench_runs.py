@@ -1,7 +1,7 @@
 """The cost of runs in one program: 1 to 1024 MAPPO runs (seeds x settings), and memory vs estimate.
 
-For `R` runs, `marljax.sweep.estimate_memory(trainer, R)` compiles the sharded sweep program
-(`distributed.sharded_train`, the program `marljax sweep` runs) and reads XLA's memory analysis;
+For `R` runs, the fused program of `marljax.execute.programs` (the runs layout `marljax sweep`
+and `marljax train` run) is compiled for `R` runs and XLA's memory analysis of it read;
 the same compiled program then runs `R` runs of MAPPO on `particle/simple_spread-v0` (E = 64 envs
 x T = 32 steps per update, 16 updates per run, `PPOConfig(critic_input="global")` defaults,
 one learning rate per run drawn from 1e-4..1e-3, so seeds and settings are mixed as in a sweep).
@@ -26,8 +26,7 @@ from harness import machine_info
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.distributed import as_float32_rows
-from marljax.sweep import estimate_memory
+from marljax.execute import make_mesh, place, programs
 from marljax.train import TrainConfig, make_train
 
 ENV_ID = "particle/simple_spread-v0"
@@ -48,26 +47,34 @@ def run(runs: tuple[int, ...], repeats: int, updates: int) -> list[dict]:
     steps_per_run = config.num_updates * config.steps_per_update
     rows = []
     for R in runs:
+        mesh = make_mesh("runs")
+        R = -(-R // mesh.size) * mesh.size
+        spec = jax.sharding.PartitionSpec("runs")
+        keys = place(jax.random.split(jax.random.PRNGKey(0), R), mesh, spec)
+        hps = jax.tree.map(lambda x, n=R: np.full(n, x, np.float32), PPOHParams())
+        hps = place(hps.replace(lr=np.geomspace(1e-4, 1e-3, R).astype(np.float32)), mesh, spec)
         t0 = time.perf_counter()
-        est = estimate_memory(trainer, R)
+        compiled = programs(trainer, mesh, "runs").train.lower(keys, hps).compile()
         compile_s = time.perf_counter() - t0
-        keys = jax.random.split(jax.random.PRNGKey(0), est.runs)
-        hps = as_float32_rows(PPOHParams(), est.runs)
-        hps = hps.replace(lr=np.geomspace(1e-4, 1e-3, est.runs).astype(np.float32))
-        jax.block_until_ready(est.compiled(keys, hps))  # first run: allocations, not timed
+        stats = compiled.memory_analysis()
+        estimate = None if stats is None else int(
+            stats.argument_size_in_bytes + stats.output_size_in_bytes
+            + stats.temp_size_in_bytes - stats.alias_size_in_bytes
+        )  # fmt: skip
+        jax.block_until_ready(compiled(keys, hps))  # first run: allocations, not timed
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
-            jax.block_until_ready(est.compiled(keys, hps))
+            jax.block_until_ready(compiled(keys, hps))
             times.append(time.perf_counter() - t)
         run_s = statistics.median(times)
         rows.append(
             {
-                "runs": est.runs,
+                "runs": R,
                 "compile_s": compile_s,
                 "run_s": run_s,
-                "env_steps_per_s": est.runs * steps_per_run / run_s,
-                "estimate_bytes": est.peak_bytes_per_device,
+                "env_steps_per_s": R * steps_per_run / run_s,
+                "estimate_bytes": estimate,
                 "measured_peak_bytes": _peak_bytes(),
             }
         )

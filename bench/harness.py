@@ -380,7 +380,7 @@ def marljax_training(
     """Time marljax's fused training program (`trainer.train`, compile apart) as one `Result`.
 
     `fn(key, hparams) -> (state, metrics)` replaces `trainer.train` (e.g. the data-parallel
-    `marljax.distributed.data_parallel_train(trainer)`), reported as `framework`. The final
+    the `"envs"` layout of `marljax.execute`), reported as `framework`. The final
     return noted is the last update's training-episode return summed over agents (the
     per-agent mean times the number of agents), as the JaxMARL training benchmarks report.
     """
@@ -439,6 +439,23 @@ def in_subprocess(
     return [Result(**{k: v for k, v in r.items() if k in fields}) for r in data["results"]]
 
 
+def data_parallel_train(trainer: Any) -> Callable:
+    """`fn(key, hparams) -> (state [D, ...], metrics)`: one run with its envs and learner split
+    over every device (`marljax.execute`'s "envs" layout)."""
+    import jax.numpy as jnp
+
+    from marljax.execute import make_mesh, programs
+
+    progs = programs(trainer, make_mesh("envs"), "envs")
+
+    def fn(key, hparams):
+        rows = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32)[None], hparams)
+        state, metrics = progs.train(key[None], rows)
+        return jax.tree.map(lambda x: x[:, 0], state), jax.tree.map(lambda x: x[0], metrics)
+
+    return fn
+
+
 def data_parallel_cases(
     name: str,
     script: str,
@@ -448,15 +465,13 @@ def data_parallel_cases(
     """Register `<name>/marljax_dp` and `<name>/marljax_2dev` for a training benchmark.
 
     `build(opts) -> (trainer, hparams, task)` gives the single-device run. `marljax_dp` times
-    `marljax.distributed.data_parallel_train(trainer)` over every device of this process
+    the `"envs"` layout of `marljax.execute` over every device of this process
     (skipped on one device); `marljax_2dev` runs `marljax_dp` in a fresh process that sees the
     CPU as 2 host devices (`in_subprocess`), with the same `--steps`.
     """
 
     @case(f"{name}/marljax_dp")
     def over_devices(opts: Options) -> list[Result]:
-        from marljax.distributed import data_parallel_train
-
         framework = data_parallel_framework()
         trainer, hparams, task = build(opts)
         return marljax_training(trainer, hparams, task, data_parallel_train(trainer), framework)

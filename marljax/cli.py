@@ -51,7 +51,17 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
     """The options that describe an experiment (shared by `train` and `sweep`)."""
     from marljax.experiment import DEFAULT_ENV
 
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="an experiment as YAML/JSON, or a run directory's config.json (reproduces the "
+        "run); the other options apply on top",
+    )
     p.add_argument("--algo", default=None, help="algorithm (see the keys below); default mappo")
+    p.add_argument(
+        "--preset", default=None, help="a published configuration of the algorithm (see below)"
+    )
     p.add_argument("--env", default=None, help=f"environment id; default {DEFAULT_ENV}")
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (default 4)")
     p.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
@@ -74,6 +84,34 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", default=None, help="parent folder of run directories (default runs)")
     p.add_argument("--name", default=None, help="run directory name")
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="devices to use (default: every device; the runs are padded to fill them)",
+    )
+    p.add_argument(
+        "--layout",
+        default=None,
+        choices=("runs", "envs"),
+        help="runs: seeds x settings sharded over the devices (default); envs: every run's "
+        "envs and learner split over them",
+    )
+    p.add_argument(
+        "--max-memory",
+        default=None,
+        help="device memory one call may use, e.g. 4GiB (default: 80%% of an accelerator's "
+        "memory, half the free host memory on a CPU); checked before anything is allocated",
+    )
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue a run from its newest complete checkpoint, with the run's own config; "
+        "other options given with it are applied on top (--steps N extends a finished run), "
+        "and a change of the static configuration is refused",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,14 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_experiment_args(train)
     train.add_argument(
-        "--resume",
-        default=None,
-        metavar="RUN_DIR",
-        help="continue a run from its newest complete checkpoint, with the run's own config; "
-        "other options given with it are applied on top, and a change of the static "
-        "configuration (anything but the output location and --check-finite) is refused",
-    )
-    train.add_argument(
         "--check-finite",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -122,18 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the learned per-agent Q values and the joint Q_tot table at the first observation of "
         "an episode (seed 0 of each setting), e.g. for matrix games",
     )
-    train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.add_argument(
         "--allow-hparam-change",
         action="store_true",
         help="with --resume: continue with changed hyperparameters (--set lr=...), e.g. from the "
         "last good checkpoint of a diverged run; config.json records the change in its history",
-    )
-    train.add_argument(
-        "--max-memory",
-        default=None,
-        help="device memory one chunk may use, e.g. 4GiB (default: 80%% of an accelerator's "
-        "memory, half the free host memory on a CPU); checked before anything is allocated",
     )
 
     sweep = sub.add_parser(
@@ -155,15 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HPARAM=DIST",
         help="random search: log:LOW:HIGH, uniform:LOW:HIGH or choice:V1,V2,...; repeatable",
     )
-    sweep.add_argument("--num-samples", type=int, default=0, help="random draws (per grid point)")
-    sweep.add_argument("--sample-seed", type=int, default=0, help="seed of the random search")
-    sweep.add_argument("--metric", default="episode_return", help="metric to rank settings by")
-    sweep.add_argument("--mode", default="max", choices=("max", "min"), help="best = max or min")
     sweep.add_argument(
-        "--window", type=int, default=1, help="a run's final value: mean of its last N values"
+        "--num-samples", type=int, default=None, help="random draws (per grid point)"
     )
-    sweep.add_argument("--max-memory", default=None, help="per-device budget, e.g. 4GiB")
-    sweep.add_argument("--runs-per-call", type=int, default=None, help="force runs per call")
+    sweep.add_argument("--sample-seed", type=int, default=None, help="seed of the random search")
+    sweep.add_argument("--metric", default=None, help="metric to rank settings by")
+    sweep.add_argument("--mode", default=None, choices=("max", "min"), help="best = max or min")
+    sweep.add_argument(
+        "--window", type=int, default=None, help="a run's final value: mean of its last N values"
+    )
     sweep.add_argument(
         "--distributed",
         action="store_true",
@@ -194,79 +217,105 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def experiment_from_args(args: argparse.Namespace, base=None):
-    """Build an `Experiment` from parsed `train` arguments (validates every key and value).
+def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
+    """Build an `Experiment` from parsed `train`/`sweep` arguments, once (validates everything).
 
     Args:
-      args: parsed `marljax train` arguments.
-      base: the experiment the options apply to (default `Experiment()`; with `--resume`, the
-        run's own experiment, so that only what the options change differs from it).
+      args: parsed arguments.
+      base: the experiment mapping the options apply to (default: `--config`'s file, else the
+        defaults; with `--resume`, the run's own experiment).
     """
     from marljax.agents import algo_spec
     from marljax.experiment import Experiment
     from marljax.train import TrainConfig
 
-    base = Experiment() if base is None else base
-    algo = args.algo if args.algo is not None else base.algo
-    env = args.env if args.env is not None else base.env
+    if base is None:
+        base = _read_experiment(args.config) if args.config else {}
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for flag, key in (("algo", "algo"), ("env", "env"), ("preset", "preset"), ("seeds", "seeds"),
+                      ("seed", "seed"), ("out", "out_dir"), ("name", "name"),
+                      ("devices", "devices"), ("layout", "layout"),
+                      ("num_samples", "num_samples"), ("sample_seed", "sample_seed"),
+                      ("metric", "metric"), ("mode", "mode"), ("window", "window")):  # fmt: skip
+        if getattr(args, flag, None) is not None:
+            data[key] = getattr(args, flag)
+    algo = data.get("algo", Experiment.algo)
     spec = algo_spec(algo)
-    sets = cfg.parse_assignments(args.set, "--set")
     run_keys = {"seeds", "seed", "chunk_updates", "out_dir", "name", "checkpoint"}
-    train_keys = set(cfg.field_names(TrainConfig))
-    agent_keys = set(cfg.field_names(spec.config_cls))
-    hp_keys = set(cfg.field_names(spec.hparams_cls))
-    run_over, train_over, agent_over, hp_over, env_over = {}, {}, {}, {}, {}
-    for key, value in sets.items():
+    groups = {
+        "train": set(cfg.field_names(TrainConfig)),
+        "agent": set(cfg.field_names(spec.config_cls)),
+        "hparams": set(cfg.field_names(spec.hparams_cls)),
+    }
+    for key, value in cfg.parse_assignments(args.set, "--set").items():
         if key.startswith("env."):
             if not key[4:]:
                 raise cfg.ConfigError(f"--set expects env.KEY=VALUE, got {key}={value!r}")
-            env_over[key[4:]] = _env_value(value)
+            data.setdefault("env_kwargs", {})[key[4:]] = _env_value(value)
         elif key in run_keys:
-            run_over[key] = value
-        elif key in train_keys:
-            train_over[key] = value
-        elif key in agent_keys:
-            agent_over[key] = value
-        elif key in hp_keys:
-            hp_over[key] = value
+            data[key] = value
         else:
-            valid = sorted(run_keys | train_keys | agent_keys | hp_keys) + ["env.<option>"]
-            raise cfg.unknown_key_error(key, valid, f"--set (algo {algo})")
+            group = next((g for g, names in groups.items() if key in names), None)
+            if group is None:
+                valid = sorted(run_keys.union(*groups.values())) + ["env.<option>"]
+                raise cfg.unknown_key_error(key, valid, f"--set (algo {algo})")
+            data.setdefault(group, {})[key] = value
     if args.steps is not None:
-        train_over["total_env_steps"] = args.steps
-    for flag, key in (("seeds", "seeds"), ("seed", "seed"), ("out", "out_dir"), ("name", "name")):
-        if getattr(args, flag) is not None:
-            run_over[key] = getattr(args, flag)
-    grid = {}
-    grid_args = cfg.parse_assignments(args.grid, "--grid")
-    if grid_args:
-        from marljax.sweep import check_sweepable
+        data.setdefault("train", {})["total_env_steps"] = args.steps
+    grid = _assignments_once(args.grid, "--grid")
+    if grid:
+        data["grid"] = {k: [v for v in vals.split(",") if v.strip()] for k, vals in grid.items()}
+    sample = _assignments_once(getattr(args, "sample", []), "--sample")
+    if sample:
+        data["sample"] = sample
+    if getattr(args, "check_finite", None) is not None:
+        data["check_finite"] = bool(args.check_finite)
+    exp = Experiment.from_dict(data)
+    _say_rounding(exp, args.steps)
+    return exp
 
-        check_sweepable(algo, list(grid_args))  # names static settings as such
-    for key, values in grid_args.items():
-        if key not in hp_keys:
-            raise cfg.unknown_key_error(
-                key, sorted(hp_keys), "--grid (only traced hparams can be swept)"
-            )
-        grid[key] = [v for v in values.split(",") if v.strip()]
-        if not grid[key]:
-            raise cfg.ConfigError(f"--grid {key}= needs at least one value, e.g. {key}=1,2")
-    train = cfg.replace_checked(base.train, train_over, "train")
-    exp = cfg.replace_checked(base, run_over, "run")
-    # agent/hparams values are validated against their classes in `build`.
-    return dataclasses.replace(
-        exp,
-        algo=algo,
-        env=env,
-        env_kwargs={**base.env_kwargs, **env_over},
-        train=train,
-        agent={**base.agent, **agent_over},
-        hparams={**base.hparams, **hp_over},
-        grid=grid or base.grid,
-        check_finite=base.check_finite
-        if getattr(args, "check_finite", None) is None
-        else bool(args.check_finite),
-    )
+
+def _assignments_once(items: list[str], flag: str) -> dict[str, str]:
+    """`parse_assignments`, refusing a key given twice (e.g. `--grid lr=1 --grid lr=2`)."""
+    seen = [cfg.parse_assignments([item], flag) for item in items or []]
+    keys = [k for d in seen for k in d]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise cfg.ConfigError(
+            f"{flag} {', '.join(repeated)} given more than once; list every value in one "
+            f"{flag} (e.g. {flag} {repeated[0]}=V1,V2)"
+        )
+    return {k: v for d in seen for k, v in d.items()}
+
+
+def _say_rounding(exp, steps: int | None) -> None:
+    """`--steps` that is not a whole number of updates: say what it rounds to."""
+    t = exp.train
+    done = t.num_updates * t.steps_per_update
+    if steps is not None and done != steps:
+        print(
+            f"marljax: --steps {steps:,} is not a whole number of updates of num_envs "
+            f"{t.num_envs} x rollout_len {t.rollout_len} = {t.steps_per_update:,} steps: "
+            f"training {t.num_updates} updates = {done:,} env steps",
+            file=sys.stderr,
+        )
+
+
+def _read_experiment(path: str) -> dict:
+    """The experiment mapping of a YAML/JSON file (an experiment or a run's config.json)."""
+    try:
+        with open(path) as f:
+            data = cfg.loads(f.read(), path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--config {path}: no such file") from None
+    if "experiment" in data:
+        from marljax.experiment import Experiment
+
+        Experiment.from_dict(data)  # checks the format version
+        data = data["experiment"]
+    data = dict(data)
+    data.pop("check_finite", None)  # a choice of each invocation, not of the run
+    return data
 
 
 def _env_value(raw: str) -> Any:
@@ -280,13 +329,14 @@ def _env_value(raw: str) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from marljax.experiment import build, run_experiment
+    import numpy as np
 
-    base = _saved_experiment(args.resume) if args.resume else None
+    from marljax.experiment import build, final_returns, run_experiment
+
     # With --resume, the options apply on top of the run's own configuration; any change of
     # the static configuration is then refused by `run_experiment`, naming the difference.
-    exp = experiment_from_args(args, base)
-    built = build(exp)  # fail fast on bad configuration before printing anything
+    base = _read_experiment(_config_path(args.resume)) if args.resume else None
+    built = build(experiment_from_args(args, base))  # once; fails fast before printing anything
     if args.qtable:
         from marljax.agents.qlearning import QConfig
 
@@ -295,43 +345,51 @@ def cmd_train(args: argparse.Namespace) -> int:
                 "--qtable needs a value learner (iql, vdn, qmix) with feed-forward agents "
                 "(--set recurrent=false)"
             )
-    from marljax import sweep
-
-    budget = None if args.max_memory is None else sweep.parse_bytes(args.max_memory)
     if args.allow_hparam_change and not args.resume:
         raise cfg.ConfigError("--allow-hparam-change goes with --resume RUN_DIR")
     result = run_experiment(
-        exp,
+        built,
         resume=args.resume,
         progress=not args.no_progress,
-        max_memory_bytes=budget,
+        max_memory_bytes=_budget(args),
         allow_hparam_change=args.allow_hparam_change,
     )
-    import numpy as np
-
-    from marljax.experiment import final_returns
-
     final = final_returns(result.metrics)
     if args.qtable:
-        _print_q_tables(exp, result)
+        _print_q_tables(built, result)
     print(f"run directory: {result.run_dir}")
     for g, setting in enumerate(result.settings):
         label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or "final return"
         vals = final[g]
         print(
-            f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  {np.round(vals, 3).tolist()}"
+            f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  "
+            f"{np.round(vals, 3).tolist()}"
         )
     return 0
 
 
-def _print_q_tables(exp, result) -> None:
+def _budget(args: argparse.Namespace) -> int | None:
+    from marljax.execute import parse_bytes
+
+    return None if args.max_memory is None else parse_bytes(args.max_memory)
+
+
+def _config_path(run_dir: str) -> str:
+    import os
+
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
+    return path
+
+
+def _print_q_tables(built, result) -> None:
     """`--qtable`: the learned Q tables of seed 0 of every setting."""
     import jax
 
     from marljax.agents.qlearning import first_step_q_table, format_q_table
-    from marljax.experiment import build
 
-    built = build(exp)
+    exp = built.exp
     for g, setting in enumerate(result.settings):
         state = jax.tree.map(lambda x, g=g: x[g, 0], result.state.agent_state)
         label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or exp.algo
@@ -345,29 +403,17 @@ def _print_q_tables(exp, result) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from marljax import sweep
-    from marljax.experiment import build
 
     if args.distributed:
-        from marljax import distributed
+        from marljax.execute import initialize
 
-        distributed.initialize()
-    exp = experiment_from_args(args)
-    samples = cfg.parse_assignments(args.sample, "--sample")
-    sweep.check_sweepable(exp.algo, [*exp.grid, *samples])
-    sample = {k: sweep.parse_distribution(v, k) for k, v in samples.items()}
-    if sample and args.num_samples < 1:
+        initialize()
+    base = _read_experiment(_config_path(args.resume)) if args.resume else None
+    exp = experiment_from_args(args, base)
+    if exp.sample and exp.num_samples < 1:
         raise cfg.ConfigError("--sample needs --num-samples N (random draws) with N >= 1")
-    build(exp)
     result = sweep.run_sweep(
-        exp,
-        sample=sample,
-        num_samples=args.num_samples,
-        sample_seed=args.sample_seed,
-        metric=args.metric,
-        mode=args.mode,
-        window=args.window,
-        max_memory_bytes=None if args.max_memory is None else sweep.parse_bytes(args.max_memory),
-        runs_per_call=args.runs_per_call,
+        exp, max_memory_bytes=_budget(args), resume=args.resume, progress=not args.no_progress
     )
     if result.finite is not None and not result.finite[result.best_index].all():
         print(
@@ -387,28 +433,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     for path in plot_runs(args.run_dirs, out):
         print(path)
     return 0
-
-
-def _saved_experiment(run_dir: str):
-    """The `Experiment` recorded in a run directory's `config.json`."""
-    import json
-    import os
-
-    from marljax.experiment import Experiment
-
-    path = os.path.join(run_dir, "config.json")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
-    with open(path) as f:
-        try:
-            saved = json.load(f)
-        except json.JSONDecodeError as err:
-            raise cfg.ConfigError(f"{path} is not valid JSON: {err}") from None
-    if not isinstance(saved, dict) or "experiment" not in saved:
-        raise cfg.ConfigError(f"{path} has no 'experiment' entry")
-    saved = dict(saved["experiment"])
-    saved.pop("check_finite", None)  # a choice of each invocation, not of the run
-    return Experiment.from_dict(saved)
 
 
 def cmd_envs(args: argparse.Namespace) -> int:

@@ -1,24 +1,24 @@
-"""Experiments: a typed config, a run directory, chunked training with checkpoints and resume.
+"""Experiments: one typed description of a run, built once, executed by `marljax.execute`.
 
-`run_experiment(Experiment(...))` is what `marljax train` calls. It validates everything before
-compiling, then trains the whole grid x seeds in chunks of updates (one compiled program reused
-for every chunk); between chunks it updates the progress bar, writes metrics and an orbax
-checkpoint. A run directory holds:
+`run_experiment(Experiment(...))` is what `marljax train` and `marljax sweep` call. The
+experiment is validated and resolved when it is constructed (every CLI or JSON string parsed
+to its field's type and range-checked; the algorithm's config and hparams resolved from its
+defaults, a named preset and the overrides); `build` makes the env, agent and trainer once;
+`marljax.execute.execute` trains every (setting, seed) run in chunks with the run directory's
+callbacks between chunks (finiteness check, metrics, checkpoint, progress). A run directory:
 
-    config.json          the experiment, resolved configs, hparams, seeds, package versions, git commit
+    manifest.json        kind (train / sweep), format version, hash of the static config
+    config.json          the experiment (a valid `--config`), resolved configs, hparams, seeds,
+                         package versions, git commit
     metrics.json         marl-eval JSON (training-episode returns per update, per seed)
     metrics.npz          every metric as arrays [G, S, U]
-    learning_curve.png   mean return over seeds with a min-max band, per hparams setting
-    checkpoints/         orbax checkpoints of the full training carry
+    sweep.json           (sweeps) settings ranked by score, the best setting
+    learning_curve.png   mean return over seeds with a min-max band, per setting
+    checkpoints/         orbax checkpoints of every run's training carry
 
-`run_experiment(exp, resume=RUN_DIR)` continues a run from its newest complete checkpoint; a
-changed static configuration is refused with the differences named.
-
-Reliability: every key and value is validated before anything is compiled or written (a
-`ConfigError` naming the key); checkpoints are written atomically (a run killed at any moment
-resumes from its newest complete checkpoint, bit-identical to a run never stopped on CPU); with
-`check_finite=True` a non-finite metric or parameter stops the run before its chunk is
-checkpointed, so the last good checkpoint stays the newest.
+`run_experiment(exp, resume=RUN_DIR)` continues from the newest complete checkpoint (a sweep
+too); a changed static configuration is refused with the differences named, except a larger
+`train.total_env_steps` (extending a finished run) and, when allowed, the hyperparameters.
 """
 
 from __future__ import annotations
@@ -38,126 +38,223 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax import config as cfg
+from marljax import execute as ex
 from marljax import results, rundir
 from marljax.agents import algo_spec
 from marljax.checkpoint import Checkpointer
 from marljax.core.registry import make
-from marljax.train import TrainConfig, batched, hparam_grid, make_train
+from marljax.train import TrainConfig, make_train
 
 DEFAULT_ENV = "matrix/climbing-v0"
+#: version of config.json's layout; a newer file is refused with a clear message.
+CONFIG_VERSION = 2
+_DEFAULT_TRAIN = TrainConfig(num_envs=16, rollout_len=8, total_env_steps=40_960)
 
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """One experiment: algorithm x env x hparams grid x seeds.
+    """One experiment: algorithm x env x hparams settings (grid x random sample) x seeds.
 
     Attributes:
       algo: registered algorithm name (`marljax.agents.ALGORITHMS`).
-      env: registered env id.
+      env: registered env id (`jaxmarl/<name>` for JaxMARL's envs).
       env_kwargs: env overrides (static constructor args or params fields).
-      seeds: number of seeds `S`.
-      seed: base seed; run `s` uses `PRNGKey(seed + s)`.
-      train: static run configuration.
+      preset: a named published configuration of the algorithm (`marljax.agents.presets`),
+        applied under `agent`, `hparams` and `train`.
+      seeds: number of seeds `S`; `seed`: the base seed (run `s` uses `PRNGKey(seed + s)`).
+      train: static run configuration (a `TrainConfig` or a mapping of its fields).
       agent: overrides of the algorithm's static config (e.g. `{"recurrent": True}`).
       hparams: overrides of the algorithm's traced hyperparameters (e.g. `{"lr": 3e-4}`).
       grid: hyperparameter name -> list of values; the Cartesian product is swept.
+      sample: hyperparameter name -> distribution (`marljax.sweep.LogUniform` etc., or a CLI
+        string such as `"log:1e-4:1e-2"`); `num_samples` draws per grid point, `sample_seed`.
+      metric, mode, window: how a sweep ranks settings (the mean over seeds of each run's mean
+        of its last `window` finite values of `metric`; `mode` "max" or "min").
       chunk_updates: updates per compiled chunk (0: about 20 chunks per run).
-      out_dir: parent folder of run directories.
-      name: run directory name (default: `<algo>_<env>_<timestamp>`); a plain name, no path.
+      devices: devices to use (None: every device); `layout`: "runs" (runs sharded over the
+        devices) or "envs" (each run's envs and learner split over them).
+      out_dir: parent folder of run directories; `name`: the run directory's name (default
+        `<algo>_<env>_<timestamp>`), a plain name.
       checkpoint: write checkpoints between chunks.
-      check_finite: after every chunk, check metrics and parameters for NaN/inf and stop with
-        a `NonFiniteError` (naming the update, the metric or parameter, the seed and the hparams
-        setting) before that chunk is checkpointed. On by default: a diverged run is never
-        reported as a result (a NaN policy can look perfect, e.g. always the first action).
-        Not part of the static configuration: a run may be resumed with or without it.
+      check_finite: stop at the first NaN/inf metric or parameter before it is checkpointed (a
+        diverged policy can look perfect); a choice of each invocation, not of the run.
 
-    `Experiment.from_dict` builds one from a JSON/YAML-like mapping, rejecting unknown keys.
+    Every value is parsed and validated here: a `ConfigError` names the key. The resolved
+    algorithm config and base hparams are `agent_config` and `base_hparams`.
     """
 
     algo: str = "mappo"
     env: str = DEFAULT_ENV
     env_kwargs: dict = dataclasses.field(default_factory=dict)
+    preset: str | None = None
     seeds: int = 4
     seed: int = 0
-    train: TrainConfig = dataclasses.field(
-        default_factory=lambda: TrainConfig(num_envs=16, rollout_len=8, total_env_steps=40_960)
-    )
+    train: TrainConfig | dict | None = None
     agent: dict = dataclasses.field(default_factory=dict)
     hparams: dict = dataclasses.field(default_factory=dict)
     grid: dict = dataclasses.field(default_factory=dict)
+    sample: dict = dataclasses.field(default_factory=dict)
+    num_samples: int = 0
+    sample_seed: int = 0
+    metric: str = "episode_return"
+    mode: str = "max"
+    window: int = 1
     chunk_updates: int = 0
+    devices: int | None = None
+    layout: str = "runs"
     out_dir: str = "runs"
     name: str | None = None
     checkpoint: bool = True
     check_finite: bool = True
 
     def __post_init__(self):
-        for key, kind in (("algo", str), ("env", str), ("out_dir", str)):
-            if not isinstance(getattr(self, key), kind):
+        for key in ("algo", "env", "out_dir", "metric"):
+            if not isinstance(getattr(self, key), str):
                 raise cfg.ConfigError(f"{key} must be a string, got {getattr(self, key)!r}")
-        for key in ("seeds", "seed", "chunk_updates"):
+        ints = ("seeds", "seed", "chunk_updates", "num_samples", "sample_seed", "window")
+        for key in ints:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise cfg.ConfigError(f"{key} must be an integer, got {value!r}")
             if not -(2**31) <= int(value) < 2**31:
                 raise cfg.ConfigError(f"{key} must fit in a 32-bit integer, got {value!r}")
+        for key, low in (("seeds", 1), ("chunk_updates", 0), ("num_samples", 0), ("window", 1)):
+            if getattr(self, key) < low:
+                raise cfg.ConfigError(f"{key} must be >= {low}, got {getattr(self, key)}")
         for key in ("checkpoint", "check_finite"):
             if not isinstance(getattr(self, key), (bool, np.bool_)):
                 raise cfg.ConfigError(f"{key} must be a boolean, got {getattr(self, key)!r}")
-        for key in ("env_kwargs", "agent", "hparams", "grid"):
+        if self.mode not in ("max", "min"):
+            raise cfg.ConfigError(f"mode must be 'max' or 'min', got {self.mode!r}")
+        if self.layout not in ex.LAYOUTS:
+            raise cfg.ConfigError(f"layout must be one of {list(ex.LAYOUTS)}, got {self.layout!r}")
+        if self.devices is not None and (
+            isinstance(self.devices, bool) or not isinstance(self.devices, (int, np.integer))
+            or self.devices < 1
+        ):  # fmt: skip
+            raise cfg.ConfigError(f"devices must be a positive integer, got {self.devices!r}")
+        for key in ("env_kwargs", "agent", "hparams", "grid", "sample"):
             value = getattr(self, key)
             if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
                 raise cfg.ConfigError(f"{key} must be a mapping of name: value, got {value!r}")
+        if self.name is not None and (
+            not isinstance(self.name, str) or not self.name.strip()
+            or os.sep in self.name or "/" in self.name or self.name in (".", "..")
+        ):  # fmt: skip
+            raise cfg.ConfigError(
+                f"name must be a plain directory name (use out_dir for the folder), got "
+                f"{self.name!r}"
+            )
+        self._resolve()
+
+    def _resolve(self) -> None:
+        """Parse every override against the algorithm's classes (once, here)."""
+        from marljax import sweep
+
+        spec = algo_spec(self.algo)
+        preset = None if self.preset is None else _preset(self.algo, self.preset)
+        config = spec.config_cls(**spec.config_defaults)
+        hparams = spec.hparams_cls()
+        train = _DEFAULT_TRAIN
+        if preset is not None:
+            config = cfg.replace_checked(config, dict(preset.config), f"preset {self.preset}")
+            hparams = cfg.replace_checked(hparams, dict(preset.hparams), f"preset {self.preset}")
+            extra = dict(getattr(preset, "train", None) or {})
+            train = cfg.replace_checked(train, extra, f"preset {self.preset}")
+        config = cfg.replace_checked(config, self.agent, "agent")
+        hparams = cfg.replace_checked(hparams, self.hparams, "hparams")
+        if isinstance(self.train, dict):
+            train = cfg.replace_checked(train, self.train, "train")
+        elif self.train is not None:
+            if not isinstance(self.train, TrainConfig):
+                raise cfg.ConfigError(
+                    f"train must be a TrainConfig or a mapping, got {self.train!r}"
+                )
+            train = self.train
+        sweep.check_sweepable(self.algo, [*self.grid, *self.sample])
+        grid = {}
         for key, values in self.grid.items():
+            if isinstance(values, str):
+                values = [v for v in values.split(",") if v.strip()]
             if not isinstance(values, (list, tuple)) or len(values) == 0:
                 raise cfg.ConfigError(
                     f"grid.{key} must be a non-empty list of values, got {values!r}"
                 )
-        if isinstance(self.train, dict):  # from JSON/YAML: validated like any other key
-            object.__setattr__(
-                self, "train", cfg.replace_checked(TrainConfig(), self.train, "train")
-            )
-        if not isinstance(self.train, TrainConfig):
-            raise cfg.ConfigError(f"train must be a TrainConfig or a mapping, got {self.train!r}")
-        if self.seeds < 1:
-            raise cfg.ConfigError(f"seeds must be >= 1, got {self.seeds}")
-        if self.chunk_updates < 0:
-            raise cfg.ConfigError(f"chunk_updates must be >= 0, got {self.chunk_updates}")
-        if self.name is not None:
-            if not isinstance(self.name, str) or not self.name.strip():
-                raise cfg.ConfigError(f"name must be a non-empty string, got {self.name!r}")
-            if os.sep in self.name or "/" in self.name or self.name in (".", ".."):
-                raise cfg.ConfigError(
-                    f"name must be a plain directory name (use out_dir for the folder), got "
-                    f"{self.name!r}"
-                )
+            grid[key] = [
+                getattr(cfg.replace_checked(hparams, {key: v}, "grid"), key) for v in values
+            ]
+        sample = {k: sweep.as_distribution(v, k) for k, v in self.sample.items()}
+        if sample and self.num_samples < 1:
+            raise cfg.ConfigError("a random sample needs num_samples >= 1")
+        settings = sweep.make_settings(grid, sample, self.num_samples, self.sample_seed)
+        # The recorded settings are the parsed numbers that are trained.
+        settings = [
+            {k: getattr(cfg.replace_checked(hparams, s, "sweep"), k) for k in s} for s in settings
+        ]
+        parsed = lambda obj, over: {k: getattr(obj, k) for k in over}  # noqa: E731
+        object.__setattr__(self, "agent", parsed(config, self.agent))
+        object.__setattr__(self, "hparams", parsed(hparams, self.hparams))
+        object.__setattr__(self, "train", train)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "sample", sample)
+        object.__setattr__(self, "_resolved", (config, hparams, settings))
+
+    @property
+    def agent_config(self) -> Any:
+        """The algorithm's static config: defaults, then the preset, then `agent`."""
+        return self._resolved[0]
+
+    @property
+    def base_hparams(self) -> Any:
+        """The algorithm's hparams: defaults, then the preset, then `hparams`."""
+        return self._resolved[1]
+
+    @property
+    def settings(self) -> list[dict[str, float]]:
+        """The `G` swept settings (grid x sample draws; `[{}]` without a sweep)."""
+        return self._resolved[2]
+
+    @property
+    def updates_per_chunk(self) -> int:
+        n = self.train.num_updates
+        return self.chunk_updates if self.chunk_updates > 0 else max(1, -(-n // 20))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`config.json`'s "experiment"; `from_dict` reads it back)."""
+        from marljax import sweep
+
+        out = {f.name: cfg.to_dict(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        out["sample"] = {k: sweep.distribution_dict(v) for k, v in self.sample.items()}
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Experiment:
-        """An `Experiment` from a JSON/YAML-like mapping (e.g. `config.json`'s "experiment").
-
-        Every key and value is validated: unknown keys (top level and `train`) raise a
-        `ConfigError` listing the close matches; wrong types and out-of-range values raise a
-        `ConfigError` naming the key. Agent, hparams and env keys are checked by `build`.
-        """
+        """An `Experiment` from a JSON/YAML-like mapping: an experiment, or a whole run
+        directory's `config.json` (its "experiment"). Unknown keys raise a `ConfigError` with
+        the close matches; a config.json of a newer format is refused."""
         if not isinstance(data, dict):
             raise cfg.ConfigError(f"an experiment must be a mapping, got {type(data).__name__}")
+        if "experiment" in data:  # a run directory's config.json
+            version = data.get("format_version", 1)
+            if not isinstance(version, int) or version > CONFIG_VERSION:
+                raise cfg.ConfigError(
+                    f"config format_version {version!r} is newer than this marljax reads "
+                    f"({CONFIG_VERSION}); upgrade marljax"
+                )
+            data = data["experiment"]
+            if not isinstance(data, dict):
+                raise cfg.ConfigError("config.json's 'experiment' must be a mapping")
         valid = cfg.field_names(cls)
         for key in data:
             if key not in valid:
                 raise cfg.unknown_key_error(str(key), valid, "experiment")
         values = dict(data)
-        base = cls()
-        scalars = {
-            k: values.pop(k)
-            for k in ("seeds", "seed", "chunk_updates", "checkpoint", "check_finite", "out_dir")
-            if k in values
-        }
-        if "train" in values:
-            values["train"] = cfg.replace_checked(base.train, values["train"], "train")
-        out = cfg.replace_checked(base, scalars, "experiment") if scalars else base
+        ints = ("seeds", "seed", "chunk_updates", "num_samples", "sample_seed", "window")
+        scalars = {k: values.pop(k) for k in (*ints, "checkpoint", "check_finite") if k in values}
+        base = cfg.replace_checked(_Scalars(), scalars, "experiment")
+        values.update({k: getattr(base, k) for k in scalars})
         try:
-            return dataclasses.replace(out, **values)
+            return cls(**values)
         except TypeError as err:
             raise cfg.ConfigError(f"Invalid experiment: {err}") from err
 
@@ -166,16 +263,39 @@ class Experiment:
         """`from_dict` of a JSON or YAML text."""
         return cls.from_dict(cfg.loads(text, "experiment"))
 
-    @property
-    def updates_per_chunk(self) -> int:
-        n = self.train.num_updates
-        return self.chunk_updates if self.chunk_updates > 0 else max(1, -(-n // 20))
+    def replace(self, **changes: Any) -> Experiment:
+        """A copy with `changes` (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scalars:
+    """The scalar fields of `Experiment`, for parsing them from strings (`from_dict`)."""
+
+    seeds: int = 4
+    seed: int = 0
+    chunk_updates: int = 0
+    num_samples: int = 0
+    sample_seed: int = 0
+    window: int = 1
+    checkpoint: bool = True
+    check_finite: bool = True
+
+
+def _preset(algo: str, name: str) -> Any:
+    from marljax.agents.presets import preset
+
+    try:
+        return preset(algo, name)
+    except KeyError as err:
+        raise cfg.ConfigError(err.args[0] if err.args else str(err)) from None
 
 
 @dataclasses.dataclass
 class Built:
-    """Everything resolved from an `Experiment` before compiling."""
+    """Everything resolved from an `Experiment` before compiling (`build`, once per command)."""
 
+    exp: Experiment
     env: Any
     env_params: Any
     agent: Any
@@ -186,27 +306,420 @@ class Built:
 
 
 def build(exp: Experiment) -> Built:
-    """Resolve and validate an experiment (raises clear errors; compiles nothing)."""
-    spec = algo_spec(exp.algo)
+    """Make the env, agent and trainer of `exp` (clear errors; compiles nothing)."""
+    from marljax import sweep
+
     env, env_params = make(exp.env, **exp.env_kwargs)
     _check_env_params(exp.env, env_params, env.default_params())
-    agent_config = cfg.replace_checked(spec.config_cls(**spec.config_defaults), exp.agent, "agent")
-    base_hp = cfg.replace_checked(spec.hparams_cls(), exp.hparams, "hparams")
-    grid = {}
-    for key, values in exp.grid.items():
-        if key not in cfg.field_names(base_hp):
-            raise cfg.unknown_key_error(key, cfg.field_names(base_hp), "grid (hparams)")
-        grid[key] = [getattr(cfg.replace_checked(base_hp, {key: v}, "grid"), key) for v in values]
-    hparams, settings = hparam_grid(base_hp, **grid)
-    agent = spec.factory(agent_config, env, env_params)
+    agent = algo_spec(exp.algo).factory(exp.agent_config, env, env_params)
     trainer = make_train(exp.train, env, agent, env_params)
     try:  # trace (not compile) the initial state: errors from inside the agent surface here
-        jax.eval_shape(trainer.init, jax.random.PRNGKey(0), base_hp, env_params)
+        jax.eval_shape(trainer.init, jax.random.PRNGKey(0), exp.base_hparams, env_params)
     except (ValueError, TypeError, KeyError) as err:
         raise cfg.ConfigError(
             f"Invalid configuration for {exp.algo} on {exp.env} (agent {exp.agent}): {err}"
         ) from err
-    return Built(env, env_params, agent, agent_config, hparams, settings, trainer)
+    metrics = _metric_names(trainer, exp.base_hparams)
+    if exp.metric not in metrics:
+        raise cfg.unknown_key_error(exp.metric, metrics, "metric")
+    hparams = sweep.stack_settings(exp.base_hparams, exp.settings)
+    return Built(exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer)
+
+
+def _metric_names(trainer: Any, hparams: Any) -> list[str]:
+    out = jax.eval_shape(
+        lambda k: trainer.run(trainer.init(k, hparams), hparams, None, 1)[1],
+        jax.ShapeDtypeStruct((2,), jnp.uint32),
+    )
+    return sorted(out)
+
+
+def describe(built: Built, kind: str = "train") -> dict[str, Any]:
+    """The JSON description of a run written to `config.json`."""
+    exp = built.exp
+    names = cfg.field_names(type(built.hparams))
+    leaves = [np.asarray(getattr(built.hparams, n)) for n in names]
+    return {
+        "format_version": CONFIG_VERSION,
+        "kind": kind,
+        "experiment": exp.to_dict(),
+        "resolved": {
+            "agent": cfg.to_dict(built.agent_config),
+            "hparams": [
+                dict(zip(names, [float(x[g]) for x in leaves])) for g in range(len(built.settings))
+            ],
+            "grid_settings": built.settings,
+            "train": {**cfg.to_dict(exp.train), "num_updates": exp.train.num_updates},
+            "seeds": [exp.seed + s for s in range(exp.seeds)],
+            "env_params": _params_dict(built.env_params),
+        },
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+    }
+
+
+#: experiment keys that may differ between a run and its resumption.
+_NOT_STATIC = ("out_dir", "name", "checkpoint", "check_finite", "devices", "layout")
+
+
+def _static_part(description: dict[str, Any]) -> dict[str, Any]:
+    """What must not change when resuming: the experiment, normalised, without output
+    locations, per-invocation choices and the budget (`train.total_env_steps` may grow)."""
+    exp = Experiment.from_dict(description).to_dict()
+    for k in _NOT_STATIC:
+        exp.pop(k, None)
+    exp["train"] = {
+        k: v for k, v in exp["train"].items() if k not in ("total_env_steps", "progress")
+    }
+    return {"experiment": exp}
+
+
+@dataclasses.dataclass
+class RunResult:
+    """The outcome of `run_experiment` (metrics `[G, S, U]`, state leaves `[G, S, ...]`)."""
+
+    run_dir: str | None
+    metrics: dict[str, np.ndarray]
+    state: Any
+    settings: list[dict]
+    finished: bool = True
+
+
+def run_experiment(
+    exp: Experiment | Built,
+    resume: str | None = None,
+    progress: bool = True,
+    stop_after_chunks: int | None = None,
+    max_memory_bytes: int | None = None,
+    allow_hparam_change: bool = False,
+    kind: str = "train",
+    write: bool = True,
+    callbacks: tuple = (),
+) -> RunResult:
+    """Train an experiment in chunks through `marljax.execute.execute`, writing its run
+    directory (see the module docstring).
+
+    Args:
+      exp: the experiment (or its `build`).
+      resume: a run directory to continue from its newest complete checkpoint that its metrics
+        cover (from the start if it stopped before its first checkpoint). A finished run is
+        left as it is (say so), unless `exp.train.total_env_steps` is larger (extended).
+      progress: show a progress bar (tqdm) with env steps/s and ETA.
+      stop_after_chunks: stop after this many chunks of this call (tests of interruption).
+      max_memory_bytes: device memory one call may use (see `marljax.execute.execute`).
+      allow_hparam_change: with `resume`, accept changed hyperparameters; config.json records
+        them and the old ones in `history`.
+      kind: `"train"` or `"sweep"` (the run directory's kind).
+      write: write the run directory (False: train in memory only).
+      callbacks: more `marljax.execute` callbacks (e.g. loggers), after the run directory's.
+
+    Raises:
+      ConfigError / KeyError / TypeError: invalid configuration, a mesh that does not divide
+        the runs, or one run over the memory budget (nothing is written).
+      ValueError: `resume` points to a run with a different static configuration or kind.
+      BlockingIOError: another process is writing the run directory.
+      NonFiniteError: a NaN/inf with `check_finite` (the newest checkpoint stays good).
+    """
+    built = exp if isinstance(exp, Built) else build(exp)
+    exp = built.exp
+    description = describe(built, kind)
+    run_dir = None
+    if resume is not None:
+        run_dir = os.path.abspath(resume)
+        _check_resumable(run_dir, description, kind, allow_hparam_change)
+    elif write:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        prefix = "sweep_" if kind == "sweep" else ""
+        name = exp.name or f"{prefix}{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
+        run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
+        rundir.refuse_taken(run_dir)
+    G, S = len(built.settings), exp.seeds
+    keys = np.tile(
+        np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + S))), (G, 1)
+    )
+    hparams = jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
+    mesh = ex.make_mesh(exp.layout, exp.devices)
+    pad = (
+        exp.devices is None
+    )  # every device by default: pad the runs; an explicit count must divide
+    if exp.layout == "runs" and not pad:
+        ex.check_divisible(G * S, mesh.size)
+    if run_dir is not None and resume is None:
+        rundir.create(run_dir, kind, _static_part(description))
+        results.write_json(os.path.join(run_dir, "config.json"), description)
+    with rundir.lock(run_dir) if run_dir is not None else _nothing():
+        if resume is not None and allow_hparam_change:
+            _record_hparam_change(run_dir, description)
+        ckpt = None
+        if run_dir is not None and exp.checkpoint:
+            ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"))
+        start = None
+        if resume is not None:
+            if ckpt is None:
+                raise FileNotFoundError(f"Cannot resume {run_dir} with checkpoint=False")
+            start = _resume_point(ckpt, built, keys, hparams, run_dir)
+            if start is not None and start.done >= exp.train.num_updates:
+                print(
+                    f"marljax: {run_dir} is finished ({start.done} of {exp.train.num_updates} "
+                    "updates); nothing to do (--steps N extends it)",
+                    file=sys.stderr,
+                )
+                ckpt.close()
+                return _result(run_dir, built, start.metrics, start.state, True)
+        cbs: list = []
+        if exp.check_finite and kind == "train":  # a sweep ranks non-finite runs last
+            cbs.append(_finite_check(built, ckpt))
+        if run_dir is not None:
+            cbs.append(lambda c: _write_outputs(run_dir, built, _grid(c.history, G, S)))
+        if ckpt is not None:
+            cbs.append(ex.checkpoint(ckpt))
+        bar = None
+        if progress and jax.process_index() == 0:
+            done0 = 0 if start is None else start.done
+            bar = ex.progress_bar(f"{exp.algo} {exp.env}", exp.train.num_updates, done0)
+            cbs.append(bar)
+        cbs.extend(callbacks)
+        if stop_after_chunks is not None:
+            cbs.append(_stop_after(stop_after_chunks))
+        try:
+            out = ex.execute(
+                built.trainer, keys, hparams, env_params=built.env_params, mesh=mesh,
+                layout=exp.layout, pad=pad, chunk_updates=exp.updates_per_chunk, start=start,
+                callbacks=cbs, max_memory_bytes=max_memory_bytes,
+                say=lambda m: print(f"marljax: {m}", file=sys.stderr),
+            )  # fmt: skip
+        finally:
+            if bar is not None:
+                bar.close()
+            if ckpt is not None:
+                ckpt.close()
+    metrics = _grid(out.metrics, G, S)
+    if run_dir is not None and out.finished:
+        _write_plot(run_dir, built, metrics)
+    return _result(run_dir, built, metrics, out.state, out.finished, grid=False)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _stop_after(chunks: int) -> Callable:
+    count = [0]
+
+    def stop(_: ex.Chunk) -> bool:
+        count[0] += 1
+        return count[0] >= chunks
+
+    return stop
+
+
+def _grid(metrics: dict[str, np.ndarray], G: int, S: int) -> dict[str, np.ndarray]:
+    """`[R, ...]` -> `[G, S, ...]` (run `r = g * S + s`)."""
+    return {k: np.asarray(v).reshape(G, S, *np.shape(v)[1:]) for k, v in metrics.items()}
+
+
+def _result(run_dir, built, metrics, state, finished, grid=True) -> RunResult:
+    G, S = len(built.settings), built.exp.seeds
+    if grid:
+        metrics = _grid(metrics, G, S)
+    state = jax.tree.map(lambda x: np.asarray(x).reshape(G, S, *np.shape(x)[1:]), state)
+    return RunResult(run_dir, metrics, state, built.settings, finished)
+
+
+def _check_resumable(run_dir: str, description: dict, kind: str, allow_hparam_change: bool) -> None:
+    """Refuse to resume a directory that is not this run's (kind, format, static config)."""
+    rundir.check(run_dir, kind)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        saved = json.load(f)
+    differences = cfg.diff(_static_part(saved), _static_part(description))
+    if allow_hparam_change:
+        differences = [d for d in differences if not d.startswith("experiment.hparams")]
+    if differences:
+        raise ValueError(
+            f"Cannot resume {run_dir}: its configuration differs from this one:\n  "
+            + "\n  ".join(differences)
+            + ("" if allow_hparam_change else
+               "\n(a change of hyperparameters only is allowed with --allow-hparam-change)")
+        )  # fmt: skip
+    old_steps = saved["experiment"].get("train", {}).get("total_env_steps")
+    new = description["experiment"]["train"]["total_env_steps"]
+    if old_steps is not None and new < old_steps:
+        raise ValueError(
+            f"Cannot resume {run_dir} with fewer env steps ({new:,}) than it was run with "
+            f"({old_steps:,})"
+        )
+    if old_steps is not None and new != old_steps:  # an extended budget: record it
+        results.write_json(os.path.join(run_dir, "config.json"), {**saved, **{
+            "experiment": {**saved["experiment"], "train": description["experiment"]["train"]},
+            "resolved": description["resolved"],
+        }})  # fmt: skip
+
+
+def _record_hparam_change(run_dir: str, description: dict) -> None:
+    """Rewrite config.json with the new hyperparameters, keeping the old ones in `history`."""
+    path = os.path.join(run_dir, "config.json")
+    with open(path) as f:
+        saved = json.load(f)
+    old, new = saved["experiment"].get("hparams", {}), description["experiment"].get("hparams", {})
+    if old == new:
+        return
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    steps = (
+        sorted(int(n) for n in os.listdir(ckpt_dir) if n.isdigit())
+        if os.path.isdir(ckpt_dir)
+        else []
+    )
+    history = list(saved.get("history", []))
+    history.append(
+        {"from_update": steps[-1] if steps else 0, "hparams_before": old, "hparams": new}
+    )
+    saved["experiment"]["hparams"] = new
+    results.write_json(path, {**saved, "history": history})
+
+
+def _resume_point(ckpt: Checkpointer, built: Built, keys, hparams, run_dir: str):
+    """The `marljax.execute.Start` to resume from: the newest intact checkpoint that
+    metrics.npz covers (None: no checkpoint, start again from update 0 with the same keys).
+
+    metrics.npz (`[G, S, U, ...]`) is written before each checkpoint, so it normally covers the
+    newest one; a checkpoint that does not restore or that the metrics do not reach is skipped
+    (a note on stderr) for the next older one; the metrics are cut to the checkpoint used.
+
+    Raises:
+      ValueError: there are checkpoints but none of them can be used.
+    """
+    steps = sorted(ckpt.all_steps(), reverse=True)
+    if not steps:
+        return None
+    exp = built.exp
+    like = ex.state_like(
+        built.trainer, keys, hparams, env_params=built.env_params,
+        mesh=ex.make_mesh(exp.layout, exp.devices), layout=exp.layout,
+    )  # fmt: skip
+    metrics, covered, why = _read_metrics(run_dir)
+    skipped = []
+    for step in steps:
+        if step > covered:
+            skipped.append(
+                f"checkpoint {step}: " + (why or f"metrics.npz covers {covered} updates")
+            )
+            continue
+        try:
+            state = ckpt.restore(like, step)
+        except ValueError as err:
+            skipped.append(f"checkpoint {step}: cannot be restored ({str(err).splitlines()[0]})")
+            continue
+        for note in skipped:
+            print(f"marljax: resume: skipped {note}", file=sys.stderr)
+        if skipped:
+            print(f"marljax: resume: continuing from checkpoint {step}", file=sys.stderr)
+        flat = {k: v[:, :, :step].reshape(-1, step, *v.shape[3:]) for k, v in metrics.items()}
+        return ex.Start(jax.tree.map(np.asarray, state), step, flat)
+    raise ValueError(
+        f"Cannot resume {run_dir}: no usable checkpoint ("
+        + "; ".join(skipped)
+        + "). Delete its checkpoints/ folder to start the run again from update 0."
+    )
+
+
+def _finite_check(built: Built, ckpt: Checkpointer | None) -> Callable:
+    """A callback raising `NonFiniteError` for the earliest non-finite metric or parameter."""
+    exp = built.exp
+
+    def check(info: ex.Chunk) -> None:
+        bad = _first_non_finite(info.metrics, info.state().agent_state)
+        if bad is None:
+            return
+        u, what, r = bad
+        g, s_ = divmod(r, exp.seeds)
+        setting = built.settings[g]
+        label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the default hparams"
+        kept = ckpt.latest_step() if ckpt is not None else None
+        where = (f"the newest checkpoint (update {kept}) is left as it was" if kept is not None
+                 else "no checkpoint was written")  # fmt: skip
+        update = info.first + u + 1
+        raise NonFiniteError(
+            f"Non-finite value at update {update} of {exp.train.num_updates}: {what} is NaN or "
+            f"inf for seed {exp.seed + s_} with {label}. The run stopped before checkpointing "
+            f"updates {info.first + 1}-{info.done}; {where}.",
+            update, what, exp.seed + s_, setting,
+        )  # fmt: skip
+
+    return check
+
+
+#: Metrics that are NaN by design in an update where no episode finished.
+_EPISODE_METRICS = ("episode_return", "episode_return_per_agent", "episode_length")
+
+
+def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`[R, U]` bool per metric, True = finite (episode statistics of an update in which no
+    episode ended are NaN by design and count as finite)."""
+    no_episode = np.asarray(metrics["num_episodes"]) == 0 if "num_episodes" in metrics else None
+    out = {}
+    for name, x in metrics.items():
+        x = np.asarray(x)
+        flat = x.reshape(*x.shape[:2], -1)
+        ok = (
+            np.isfinite(flat).all(-1)
+            if np.issubdtype(x.dtype, np.inexact)
+            else np.ones(x.shape[:2], bool)
+        )
+        if no_episode is not None and (name in _EPISODE_METRICS or "/" in name):
+            ok = ok | (no_episode & np.isnan(flat).all(-1))
+        out[name] = ok
+    return out
+
+
+def _param_flags(agent_state: Any) -> list[tuple[str, np.ndarray]]:
+    """`(path, [R] bool)` per floating leaf of runs-first agent states, True = finite."""
+    out = []
+    for path, x in jax.tree_util.tree_flatten_with_path(agent_state)[0]:
+        x = np.asarray(x)
+        if np.issubdtype(x.dtype, np.inexact):
+            out.append((jax.tree_util.keystr(path), np.isfinite(x.reshape(x.shape[0], -1)).all(-1)))
+    return out
+
+
+def _first_non_finite(metrics: dict, agent_state: Any) -> tuple[int, str, int] | None:
+    """`(update in chunk, what, run)` of the earliest non-finite metric, else the first bad
+    parameter (reported at the chunk's last update), else None."""
+    first = None
+    for name, ok in sorted(_metric_flags(metrics).items()):
+        bad = np.argwhere(~ok)
+        if bad.size:
+            r, u = min(bad.tolist(), key=lambda row: (row[1], row[0]))
+            if first is None or u < first[0]:
+                first = (u, f"metric {name!r}", r)
+    if first is not None:
+        return first
+    n = next(iter(metrics.values())).shape[1]
+    for path, ok in _param_flags(agent_state):
+        if not ok.all():
+            return (n - 1, f"parameter {path}", int(np.argmin(ok)))
+    return None
+
+
+def finite_runs(metrics: dict, agent_state: Any) -> np.ndarray:
+    """`[G, S]` bool: True where a run's metrics (every update) and parameters are all finite.
+
+    Args:
+      metrics: name -> `[G, S, U, ...]` arrays.
+      agent_state: the runs' final agent states, leaves `[G, S, ...]`.
+    """
+    G, S = np.shape(metrics["episode_return"])[:2]
+    flat = {k: np.asarray(v).reshape(G * S, *np.shape(v)[2:]) for k, v in metrics.items()}
+    ok = np.ones(G * S, bool)
+    for flags in _metric_flags(flat).values():
+        ok &= flags.all(-1)
+    runs_first = jax.tree.map(lambda x: np.asarray(x).reshape(G * S, *np.shape(x)[2:]), agent_state)
+    for _, flags in _param_flags(runs_first):
+        ok &= flags
+    return ok.reshape(G, S)
 
 
 def _check_env_params(env_id: str, params: Any, defaults: Any = None) -> None:
@@ -234,30 +747,6 @@ def _check_env_params(env_id: str, params: Any, defaults: Any = None) -> None:
     steps = np.asarray(getattr(params, "max_steps", 1))
     if (steps < 1).any():
         raise cfg.ConfigError(f"env.max_steps of {env_id} must be >= 1, got {steps.tolist()}")
-
-
-def describe(exp: Experiment, built: Built) -> dict[str, Any]:
-    """The JSON description of a run written to `config.json`."""
-    return {
-        "experiment": cfg.to_dict(exp),
-        "resolved": {
-            "agent": cfg.to_dict(built.agent_config),
-            "hparams": [
-                dict(zip(cfg.field_names(type(built.hparams)), row)) for row in _hp_rows(built)
-            ],
-            "grid_settings": built.settings,
-            "train": {**cfg.to_dict(exp.train), "num_updates": exp.train.num_updates},
-            "seeds": [exp.seed + s for s in range(exp.seeds)],
-            "env_params": _params_dict(built.env_params),
-        },
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-    }
-
-
-def _hp_rows(built: Built) -> list[list[float]]:
-    leaves = [np.asarray(getattr(built.hparams, n)) for n in cfg.field_names(type(built.hparams))]
-    return [[float(x[g]) for x in leaves] for g in range(len(built.settings))]
 
 
 def _params_dict(params: Any) -> dict[str, Any]:
@@ -297,213 +786,6 @@ def _git_commit() -> str | None:
         return None
 
 
-def _static_part(description: dict[str, Any]) -> dict[str, Any]:
-    """What must not change when resuming (everything but output locations and versions)."""
-    exp = dict(description["experiment"])
-    for k in ("out_dir", "name", "checkpoint", "check_finite"):
-        exp.pop(k, None)
-    return {"experiment": exp}
-
-
-@dataclasses.dataclass
-class RunResult:
-    run_dir: str
-    metrics: dict[str, np.ndarray]  # name -> [G, S, U]
-    state: Any  # final RunnerState with leading [G, S]
-    settings: list[dict]
-
-
-def run_experiment(
-    exp: Experiment,
-    resume: str | None = None,
-    progress: bool = True,
-    stop_after_chunks: int | None = None,
-    max_memory_bytes: int | None = None,
-    allow_hparam_change: bool = False,
-) -> RunResult:
-    """Train an experiment in chunks, writing the run directory (see the module docstring).
-
-    Args:
-      exp: the experiment.
-      resume: an existing run directory to continue from its newest complete checkpoint (from
-        the start if it was stopped before its first checkpoint). A checkpoint that was being
-        written when the process died is never listed, so never restored.
-      progress: show a progress bar (tqdm).
-      stop_after_chunks: stop after this many chunks of this call (for tests of interruption).
-      max_memory_bytes: device memory one chunk may use (default: `sweep.default_memory_budget`,
-        80% of an accelerator's memory or half the free host memory). The chunk program is
-        compiled first and XLA's memory analysis of it checked against this, before any state
-        is allocated; the same compiled program then runs the chunks.
-      allow_hparam_change: with `resume`, accept changed hyperparameters (e.g. a lower learning
-        rate after a divergence); config.json records them and the old ones in `history`.
-
-    Returns:
-      A `RunResult`.
-
-    Raises:
-      ConfigError / KeyError / TypeError: invalid configuration, or a run over the memory budget
-        (nothing is written).
-      ValueError: `resume` points to a run with a different static configuration, or to a
-        directory that is not a train run (a sweep's, a newer format's).
-      BlockingIOError: another process is writing the run directory.
-    """
-    built = build(exp)  # all validation happens here, before any compile or write
-    description = describe(exp, built)
-    if resume is not None:
-        run_dir = os.path.abspath(resume)
-        _check_resumable(run_dir, description, allow_hparam_change)
-    else:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        name = exp.name or f"{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
-        run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
-        rundir.refuse_taken(run_dir)
-    init_fn, run_fn = batched(built.trainer)
-    chunk_fn = _compile_checked_chunk(exp, built, init_fn, run_fn, max_memory_bytes)
-    if resume is None:
-        rundir.create(run_dir, "train", _static_part(description))
-        results.write_json(os.path.join(run_dir, "config.json"), description)
-    with rundir.lock(run_dir):
-        if resume is not None and allow_hparam_change:
-            _record_hparam_change(run_dir, description)
-        state = init_fn(
-            jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + exp.seeds)),
-            built.hparams,
-            built.env_params,
-        )
-        return _train_chunks(
-            exp, built, run_dir, state, resume is not None, (chunk_fn, run_fn), progress,
-            stop_after_chunks,
-        )  # fmt: skip
-
-
-def _check_resumable(run_dir: str, description: dict, allow_hparam_change: bool) -> None:
-    """Refuse to resume a directory that is not this run's (kind, format, static config)."""
-    rundir.check(run_dir, "train")
-    with open(os.path.join(run_dir, "config.json")) as f:
-        saved = json.load(f)
-    differences = cfg.diff(_static_part(saved), _static_part(description))
-    if allow_hparam_change:
-        differences = [d for d in differences if not d.startswith("experiment.hparams")]
-    if differences:
-        raise ValueError(
-            f"Cannot resume {run_dir}: its configuration differs from this one:\n  "
-            + "\n  ".join(differences)
-            + (
-                ""
-                if allow_hparam_change
-                else "\n(a change of hyperparameters only is allowed with --allow-hparam-change)"
-            )
-        )
-
-
-def _record_hparam_change(run_dir: str, description: dict) -> None:
-    """Rewrite config.json with the new hyperparameters, keeping the old ones in `history`."""
-    path = os.path.join(run_dir, "config.json")
-    with open(path) as f:
-        saved = json.load(f)
-    old, new = saved["experiment"].get("hparams", {}), description["experiment"].get("hparams", {})
-    if old == new:
-        return
-    ckpt_dir = os.path.join(run_dir, "checkpoints")
-    steps = (
-        sorted(int(n) for n in os.listdir(ckpt_dir) if n.isdigit())
-        if os.path.isdir(ckpt_dir)
-        else []
-    )
-    history = list(saved.get("history", []))
-    history.append(
-        {"from_update": steps[-1] if steps else 0, "hparams_before": old, "hparams": new}
-    )
-    results.write_json(path, {**description, "history": history})
-
-
-def _train_chunks(exp, built, run_dir, state, resume, fns, progress, stop_after_chunks):
-    """The chunk loop of `run_experiment` (in its locked run directory)."""
-    chunk_fn, run_fn = fns
-    history: dict[str, list[np.ndarray]] = {}
-    done_updates = 0
-    ckpt = Checkpointer(os.path.join(run_dir, "checkpoints")) if exp.checkpoint else None
-    if resume:
-        if ckpt is None:
-            raise FileNotFoundError(
-                f"Cannot resume {run_dir} with checkpoint=False (nothing to restore from)"
-            )
-        state, done_updates, history = _resume_point(ckpt, state, run_dir)
-
-    total = exp.train.num_updates
-    chunk = exp.updates_per_chunk
-    bar = _progress_bar(total, done_updates, exp) if progress else None
-    chunks_run = 0
-    finite_fn = jax.jit(_finite_flags) if exp.check_finite else None
-    try:
-        while done_updates < total:
-            n = min(chunk, total - done_updates)
-            if n == min(chunk, total):  # the program compiled (and checked) up front
-                state, metrics = chunk_fn(state, built.hparams, built.env_params)
-            else:
-                state, metrics = run_fn(state, built.hparams, built.env_params, n)
-            if finite_fn is not None:
-                # Before anything of this chunk is written: the newest checkpoint stays good.
-                _raise_if_non_finite(
-                    finite_fn(metrics, state.agent_state), exp, built, done_updates, n, ckpt
-                )
-            for k, v in metrics.items():
-                history.setdefault(k, []).append(np.asarray(v))
-            done_updates += n
-            merged = {k: np.concatenate(v, axis=2) for k, v in history.items()}
-            _write_outputs(run_dir, exp, built, merged)
-            if ckpt is not None:
-                ckpt.save(done_updates, state)
-            if bar is not None:
-                ret = merged["episode_return"][..., -1]
-                bar.set_postfix(ret=f"{np.nanmean(ret):.3f}" if np.isfinite(ret).any() else "n/a")
-                bar.update(n)
-            chunks_run += 1
-            if stop_after_chunks is not None and chunks_run >= stop_after_chunks:
-                break
-    finally:
-        if bar is not None:
-            bar.close()
-        if ckpt is not None:
-            ckpt.close()
-    merged = {k: np.concatenate(v, axis=2) for k, v in history.items()}
-    if done_updates >= total:
-        _write_plot(run_dir, exp, built, merged)
-    return RunResult(run_dir, merged, state, built.settings)
-
-
-def _compile_checked_chunk(exp, built, init_fn, run_fn, max_memory_bytes: int | None):
-    """Compile one chunk of the run from shapes alone and refuse it over the memory budget."""
-    from marljax import sweep
-
-    keys = jax.ShapeDtypeStruct((exp.seeds, 2), jnp.uint32)
-    state = jax.eval_shape(init_fn, keys, built.hparams, built.env_params)
-    n = min(exp.updates_per_chunk, exp.train.num_updates)
-    compiled = run_fn.lower(state, built.hparams, built.env_params, n).compile()
-    try:
-        stats = compiled.memory_analysis()
-    except (NotImplementedError, RuntimeError, AttributeError):
-        stats = None
-    if stats is None:
-        return compiled
-    need = int(
-        stats.argument_size_in_bytes
-        + stats.output_size_in_bytes
-        + stats.temp_size_in_bytes
-        - stats.alias_size_in_bytes
-    )
-    budget = sweep.default_memory_budget() if max_memory_bytes is None else int(max_memory_bytes)
-    if need > budget:
-        G = len(built.settings)
-        raise cfg.ConfigError(
-            f"This run needs about {sweep._fmt(need)} of device memory per chunk ({G} settings x "
-            f"{exp.seeds} seeds x {exp.train.num_envs} envs, {n} updates per chunk; XLA's estimate of arguments + outputs + temporaries), over the budget of "
-            f"{sweep._fmt(budget)}. Use fewer seeds, settings or envs, smaller chunk_updates, or "
-            "--max-memory to raise the budget. Nothing was written."
-        )
-    return compiled
-
-
 def _read_metrics(run_dir: str) -> tuple[dict[str, np.ndarray], int, str]:
     """`(metrics, updates they cover, why they cover none)` of a run directory's metrics.npz."""
     path = os.path.join(run_dir, "metrics.npz")
@@ -519,47 +801,6 @@ def _read_metrics(run_dir: str) -> tuple[dict[str, np.ndarray], int, str]:
     return metrics, min(int(v.shape[2]) for v in metrics.values()), ""
 
 
-def _resume_point(ckpt: Checkpointer, like: Any, run_dir: str) -> tuple[Any, int, dict]:
-    """`(state, done updates, metrics history)` to resume from: the newest intact checkpoint
-    that metrics.npz covers.
-
-    metrics.npz (`[G, S, U, ...]` arrays) is written before each checkpoint, so it normally
-    covers the newest one; a write after it is cut off. A checkpoint that does not restore
-    (damaged) or that the metrics do not reach (damaged or missing metrics.npz) is skipped,
-    with a note on stderr, for the next older one; the metrics are cut to the checkpoint used,
-    never spliced with a gap. No checkpoint at all: update 0 (same keys, same result).
-
-    Raises:
-      ValueError: there are checkpoints but none of them can be used.
-    """
-    steps = sorted(ckpt.all_steps(), reverse=True)
-    if not steps:  # killed before its first checkpoint
-        return like, 0, {}
-    metrics, covered, why = _read_metrics(run_dir)
-    skipped = []
-    for step in steps:
-        if step > covered:
-            skipped.append(
-                f"checkpoint {step}: " + (why or f"metrics.npz covers {covered} updates")
-            )
-            continue
-        try:
-            state = ckpt.restore(like, step)
-        except ValueError as err:
-            skipped.append(f"checkpoint {step}: cannot be restored ({str(err).splitlines()[0]})")
-            continue
-        for note in skipped:
-            print(f"marljax: resume: skipped {note}", file=sys.stderr)
-        if skipped:
-            print(f"marljax: resume: continuing from checkpoint {step}", file=sys.stderr)
-        return state, step, {k: [v[:, :, :step]] for k, v in metrics.items()}
-    raise ValueError(
-        f"Cannot resume {run_dir}: no usable checkpoint ("
-        + "; ".join(skipped)
-        + "). Delete its checkpoints/ folder to start the run again from update 0."
-    )
-
-
 class NonFiniteError(FloatingPointError):
     """A training run produced NaN or inf (raised by `run_experiment(check_finite=True)`).
 
@@ -573,97 +814,6 @@ class NonFiniteError(FloatingPointError):
     def __init__(self, message: str, update: int, what: str, seed: int, setting: dict):
         super().__init__(message)
         self.update, self.what, self.seed, self.setting = update, what, seed, setting
-
-
-#: Metrics that are NaN by design in an update where no episode finished.
-_EPISODE_METRICS = ("episode_return", "episode_return_per_agent", "episode_length")
-
-
-def _finite_flags(metrics: dict, agent_state: Any) -> tuple[dict, Any]:
-    """`([G, S, U] bool per metric, [G, S] bool per floating parameter leaf)`, True = finite.
-
-    A metric that is NaN by design (episode statistics of an update where no episode ended)
-    counts as finite.
-    """
-    no_episode = metrics["num_episodes"] == 0 if "num_episodes" in metrics else None
-
-    def metric_ok(name, x):
-        x = jnp.asarray(x)
-        ok = jnp.isfinite(x) if jnp.issubdtype(x.dtype, jnp.inexact) else jnp.ones(x.shape, bool)
-        ok = ok.reshape(*ok.shape[:3], -1).all(-1)  # per-agent metrics: all agents
-        if no_episode is not None and (name in _EPISODE_METRICS or "/" in name):
-            ok = ok | (no_episode & jnp.isnan(jnp.asarray(x).reshape(*ok.shape, -1)).all(-1))
-        return ok
-
-    def leaf_ok(x):
-        x = jnp.asarray(x)
-        if not jnp.issubdtype(x.dtype, jnp.inexact):
-            return jnp.ones(x.shape[:2], bool)
-        return jnp.isfinite(x).reshape(*x.shape[:2], -1).all(-1)
-
-    return {k: metric_ok(k, v) for k, v in metrics.items()}, jax.tree.map(leaf_ok, agent_state)
-
-
-def finite_runs(metrics: dict, agent_state: Any) -> np.ndarray:
-    """`[G, S]` bool: True where a run's metrics (every update) and parameters are all finite.
-
-    Args:
-      metrics: name -> `[G, S, U, ...]` arrays (NaN episode statistics of updates in which no
-        episode ended count as finite).
-      agent_state: the runs' final agent states, leaves `[G, S, ...]`.
-    """
-    metric_flags, param_flags = jax.tree.map(
-        np.asarray, jax.jit(_finite_flags)(metrics, agent_state)
-    )
-    ok = None
-    for flags in metric_flags.values():
-        run_ok = flags.reshape(*flags.shape[:2], -1).all(-1)
-        ok = run_ok if ok is None else ok & run_ok
-    for flags in jax.tree.leaves(param_flags):
-        ok = flags if ok is None else ok & flags
-    return np.asarray(ok, bool)
-
-
-def _raise_if_non_finite(flags, exp: Experiment, built: Built, done: int, n: int, ckpt) -> None:
-    """Raise `NonFiniteError` for the earliest non-finite metric, else the first bad parameter."""
-    metric_flags, param_flags = jax.tree.map(np.asarray, flags)
-    first = None  # (update index in chunk, name, g, s)
-    for name, ok in sorted(metric_flags.items()):
-        bad = np.argwhere(~ok)  # rows (g, s, u)
-        if bad.size:
-            g, s_, u = min(bad.tolist(), key=lambda r: (r[2], r[0], r[1]))
-            if first is None or u < first[0]:
-                first = (u, f"metric {name!r}", g, s_)
-    if first is None:
-        leaves, _ = jax.tree_util.tree_flatten_with_path(param_flags)
-        for path, ok in leaves:
-            bad = np.argwhere(~ok)
-            if bad.size:
-                g, s_ = bad[0].tolist()
-                first = (n - 1, f"parameter {jax.tree_util.keystr(path)}", g, s_)
-                break
-    if first is None:
-        return
-    u, what, g, s_ = first
-    update = done + u + 1
-    seed = exp.seed + s_
-    setting = built.settings[g]
-    label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the default hparams"
-    kept = ckpt.latest_step() if ckpt is not None else None
-    where = (
-        f"the newest checkpoint (update {kept}) is left as it was"
-        if kept is not None
-        else "no checkpoint was written"
-    )
-    raise NonFiniteError(
-        f"Non-finite value at update {update} of {exp.train.num_updates}: {what} is NaN or inf "
-        f"for seed {seed} with {label}. The run stopped before checkpointing updates "
-        f"{done + 1}-{done + n}; {where}.",
-        update,
-        what,
-        seed,
-        setting,
-    )
 
 
 def final_returns(metrics: dict[str, np.ndarray]) -> np.ndarray:
@@ -714,23 +864,17 @@ def baseline_main(
     return result
 
 
-def _progress_bar(total: int, initial: int, exp: Experiment):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, desc=f"{exp.algo} {exp.env}", unit="update")
-
-
 def _labels(built: Built) -> list[str]:
     return [",".join(f"{k}={v:g}" for k, v in s.items()) for s in built.settings]
 
 
-def _write_outputs(
-    run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]
-) -> None:
+def _write_outputs(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> None:
+    """metrics.npz (`[G, S, U]`, atomically) and marl-eval metrics.json of a run directory."""
+    exp = built.exp
     tmp = os.path.join(run_dir, "metrics.tmp.npz")
     np.savez(tmp, **metrics)
     os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
-    G, S = metrics["episode_return"].shape[:2]
+    S = metrics["episode_return"].shape[1]
     data: dict[str, Any] = {}
     for g, label in enumerate(_labels(built)):
         algo = exp.algo if not label else f"{exp.algo}[{label}]"
@@ -742,14 +886,15 @@ def _write_outputs(
     results.write_json(os.path.join(run_dir, "metrics.json"), data)
 
 
-def _write_plot(
-    run_dir: str, exp: Experiment, built: Built, metrics: dict[str, np.ndarray]
-) -> None:
-    steps = metrics["env_steps"][0, 0]
-    results.plot_learning_curves(
-        steps,
-        metrics["episode_return"],
-        _labels(built),
-        os.path.join(run_dir, "learning_curve.png"),
-        title=f"{exp.algo} on {exp.env} ({exp.seeds} seeds)",
-    )
+def _write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> None:
+    exp = built.exp
+    try:
+        results.plot_learning_curves(
+            metrics["env_steps"][0, 0],
+            metrics["episode_return"],
+            _labels(built),
+            os.path.join(run_dir, "learning_curve.png"),
+            title=f"{exp.algo} on {exp.env} ({exp.seeds} seeds)",
+        )
+    except ImportError:  # matplotlib is an optional extra
+        pass

@@ -4,7 +4,9 @@
     state, metrics = jax.jit(trainer.train)(key, hparams)            # fused: one call
     state = trainer.init(key, hparams)                                # chunked: same step function
     state, metrics = jax.jit(trainer.run, static_argnums=3)(state, hparams, env_params, 10)
-    metrics = sweep(trainer, keys, hparam_grid)                       # grid x seeds, one compile
+    states, metrics = sweep(trainer, keys, hparam_grid)               # grid x seeds, one program
+
+Many runs, chunks, devices, checkpoints and callbacks: `marljax.execute.execute`.
 
 An *update* is a `lax.scan` of `rollout_len` environment steps over `num_envs` environments
 (`marljax.rollout.rollout`) followed by `agent.update`; a run is a `lax.scan` of updates. The carry (`RunnerState`) holds
@@ -120,8 +122,6 @@ class Trainer(NamedTuple):
       env: the core environment given to `make_train`.
       env_params: the default env params of this trainer.
       agent: the agent.
-      axis_names: named `vmap` axes the trainer expects around it (see `make_train`).
-      shard_axis: the mapped axis one run's environments are sharded over (see `make_train`).
     """
 
     init: Callable[..., RunnerState]
@@ -131,12 +131,6 @@ class Trainer(NamedTuple):
     env: Environment
     env_params: EnvParams
     agent: Agent
-    axis_names: tuple[str, ...] = ()
-    shard_axis: str | None = None
-
-
-#: names of the vmap axes that `sweep` and `batched` put around a run.
-SWEEP_AXES = ("hparams", "seeds")
 
 
 def make_train(
@@ -144,8 +138,6 @@ def make_train(
     env: Environment,
     agent: Agent,
     env_params: EnvParams | None = None,
-    axis_names: tuple[str, ...] = (),
-    shard_axis: str | None = None,
 ) -> Trainer:
     """Build the pure training functions for `agent` on `env`.
 
@@ -154,21 +146,17 @@ def make_train(
       env: a core environment (it is wrapped with episode statistics and auto-reset here).
       agent: an `Agent` built for this env.
       env_params: default env params (may be overridden per call, e.g. to sweep a game family).
-      axis_names: names of the `vmap` axes the run will be mapped over (`sweep` and `batched`
-        set them). The environments auto-reset only on steps where an episode ended in SOME run
-        of the whole batch; that stays a real branch under any `vmap`, named or not (a user's own
-        `vmap(train)` included, see `marljax.core.wrappers.any_across_vmap`).
-      shard_axis: for one shard of a data-parallel run (`marljax.distributed.data_parallel_train`):
-        the mapped axis whose shards each step their own `num_envs` environments. The metrics
-        are then those of the whole batch: episode statistics over every shard's finished
-        episodes (`marljax.rollout.episode_statistics`), `env_steps` counting every shard, the
-        agent's metrics averaged over shards.
+
+    The functions know nothing of devices or of the runs around them: under any `vmap` (runs,
+    seeds, a user's own) the environments auto-reset only on steps where an episode ended in
+    some run of the batch, a real branch (`marljax.core.wrappers.any_across_vmap`); layouts over
+    devices are options of `marljax.execute`.
 
     Returns:
       A `Trainer`.
     """
     agent.check_batch(config.num_envs, config.rollout_len)
-    vec_env = rollout.batched_env(env, axis_names)
+    vec_env = rollout.batched_env(env)
     default_params = env.default_params() if env_params is None else env_params
     E, T = config.num_envs, config.rollout_len
     total_updates = config.num_updates
@@ -195,13 +183,9 @@ def make_train(
         traj = rollout.to_trajectory(transitions, acting, initial_carry=state.carry)
         key, key_update = jax.random.split(acting.key)
         agent_state, metrics = agent.update(state.agent_state, traj, hparams, key_update)
-        env_steps = (state.update_idx + 1) * (E * T)
-        if shard_axis is not None:  # the whole batch's metrics on every shard
-            metrics = jax.lax.pmean(metrics, shard_axis)
-            env_steps = env_steps * jax.lax.psum(1, shard_axis)
         # Episode statistics of the episodes that finished during this rollout (NaN if none).
-        metrics = {**metrics, **rollout.episode_statistics(transitions.episode, shard_axis)}
-        metrics["env_steps"] = env_steps
+        metrics = {**metrics, **rollout.episode_statistics(transitions.episode)}
+        metrics["env_steps"] = (state.update_idx + 1) * (E * T)
         state = state.replace_rollout_state(acting.replace(key=key)).replace(
             agent_state=agent_state, update_idx=state.update_idx + 1
         )
@@ -221,9 +205,7 @@ def make_train(
         state = init(key, hparams, env_params)
         return run(state, hparams, env_params, total_updates)
 
-    return Trainer(
-        init, run, train, config, env, default_params, agent, tuple(axis_names), shard_axis
-    )
+    return Trainer(init, run, train, config, env, default_params, agent)
 
 
 #: runner metrics that are averages over the episodes finished in an update (NaN if none).
@@ -234,12 +216,12 @@ def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str
     """One update's runner metrics from shards of the environments, for the whole batch.
 
     Inside a mapped axis `axis_name` whose shards each ran `make_train`'s update on their own
-    environments (without `shard_axis`): episode averages (`EPISODE_AVERAGES` and `group/name`
+    environments: episode averages (`EPISODE_AVERAGES` and `group/name`
     episode metrics) are weighted by each shard's finished episodes
     (`marljax.rollout.episode_averages`), `num_episodes` is summed, `env_steps` counts every
     shard's steps, and everything else (the agent's losses, which the data-parallel agents
     already average) is the mean over shards. Every shard returns the same values.
-    `make_train(..., shard_axis=axis_name)` computes the same metrics inside the run.
+    `marljax.execute`'s `"envs"` layout applies it to every chunk.
     """
     n = metrics["num_episodes"]
     totals = {}
@@ -297,7 +279,7 @@ def broadcast_hparams(hparams: Any, num: int) -> Any:
 
 
 def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParams | None = None):
-    """Train every (hparams setting, seed) pair as ONE compiled program.
+    """Train every (hparams setting, seed) pair as ONE program (`marljax.execute.execute`).
 
     Args:
       trainer: from `make_train`.
@@ -306,57 +288,23 @@ def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParam
       env_params: optional env params shared by all runs.
 
     Returns:
-      `(states, metrics)` with leading axes `[G, S]`.
+      `(states, metrics)` as host arrays with leading axes `[G, S]`.
     """
-    named = _with_sweep_axes(trainer)
-    fn = jax.vmap(
-        jax.vmap(named.train, in_axes=(0, None, None), axis_name=SWEEP_AXES[1]),
-        in_axes=(None, 0, None),
-        axis_name=SWEEP_AXES[0],
+    from marljax.execute import execute
+
+    keys = (
+        jax.random.key_data(keys)
+        if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+        else keys
     )
-    return jax.jit(fn)(keys, hparams_grid, env_params)
-
-
-def _with_sweep_axes(trainer: Trainer) -> Trainer:
-    """The same trainer, built to run under `sweep`'s named (hparams, seeds) vmap axes."""
-    if trainer.axis_names == SWEEP_AXES:
-        return trainer
-    return make_train(
-        trainer.config,
-        trainer.env,
-        trainer.agent,
-        trainer.env_params,
-        SWEEP_AXES,
-        trainer.shard_axis,
+    S, G = int(keys.shape[0]), int(jax.tree.leaves(hparams_grid)[0].shape[0])
+    run_keys = jnp.tile(jnp.asarray(keys), (G, 1))  # run r = g * S + s
+    run_hp = jax.tree.map(
+        lambda x: jnp.repeat(jnp.asarray(x, jnp.float32), S, axis=0), hparams_grid
     )
-
-
-def batched(trainer: Trainer) -> tuple[Callable, Callable]:
-    """Chunked-mode functions over a `[G, S]` grid x seeds, each jitted once.
-
-    Returns:
-      `(init, run)` with `init(keys [S], hparams [G], env_params) -> state [G, S]` and
-      `run(state [G, S], hparams [G], env_params, num_updates) -> (state, metrics [G, S, U])`.
-    """
-    named = _with_sweep_axes(trainer)
-    h_ax, s_ax = SWEEP_AXES
-    init = jax.jit(
-        jax.vmap(
-            jax.vmap(named.init, in_axes=(0, None, None), axis_name=s_ax),
-            in_axes=(None, 0, None),
-            axis_name=h_ax,
-        )
-    )
-
-    def run(state, hparams, env_params, num_updates):
-        f = jax.vmap(
-            jax.vmap(named.run, in_axes=(0, None, None, None), axis_name=s_ax),
-            in_axes=(0, 0, None, None),
-            axis_name=h_ax,
-        )
-        return f(state, hparams, env_params, num_updates)
-
-    return init, jax.jit(run, static_argnums=3)
+    out = execute(trainer, run_keys, run_hp, env_params=env_params, pad=True)
+    unflat = lambda x: x.reshape(G, S, *x.shape[1:])  # noqa: E731
+    return jax.tree.map(unflat, out.state), {k: unflat(v) for k, v in out.metrics.items()}
 
 
 # ----------------------------------------------------------------------------- progress

@@ -3,7 +3,7 @@ batch's step.
 
 The shards here are a named `vmap` axis in this one-device process (collectives over a named
 `vmap` axis are the same `psum` / `pmean` that `shard_map` runs over devices);
-`tests/test_distributed.py` runs `marljax.distributed.data_parallel_train` over 4 host devices.
+`tests/test_distributed.py` runs the `"envs"` layout of `marljax.execute` over 4 host devices.
 """
 
 from __future__ import annotations

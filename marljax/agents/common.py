@@ -163,7 +163,7 @@ __all__ = [
 def data_mean(tree: Any, axis_name: str | None) -> Any:
     """`tree` averaged over the data-parallel device axis (`pmean`); unchanged if `axis_name` is None.
 
-    Data-parallel learners (`marljax.distributed.data_parallel_train`) each hold an equal share
+    Data-parallel learners (the `"envs"` layout of `marljax.execute`) each hold an equal share
     of the batch, so the mean of their gradients is the gradient of the whole batch's mean loss.
     """
     if axis_name is None:

@@ -361,7 +361,7 @@ def make_ppo(
       policy_head: how the actor's outputs become actions (`marljax.agents.heads`); default
         `heads.head_for_space(action space, config.tanh_squash)`. `config.graph` composes it
         into a Bayesian-network joint policy (BN-MAPPO, discrete actions).
-      data_axis: for data-parallel learners (`marljax.distributed.data_parallel_train`, which
+      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.execute`, which
         sets it through `Agent.data_parallel`): the mapped device axis whose shards together
         hold the rollout. Gradients, advantage normalisation and value-normalisation
         statistics are averaged over it, so every shard takes the whole batch's step.

@@ -180,7 +180,7 @@ def make_q_learner(
       config: static structure.
       env: the environment (only its spaces, number of agents and `max_steps` are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (`marljax.distributed.data_parallel_train`, which
+      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.execute`, which
         sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
         number of devices): the mapped device axis. Each device keeps a replay buffer of its
         own environments and samples its share of every batch; gradients are averaged over the

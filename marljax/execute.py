@@ -1,0 +1,720 @@
+"""The one execution engine: every run of marljax goes through `execute`.
+
+    out = execute(trainer, keys, hparams)                     # R runs, every device, chunked
+    out.metrics["episode_return"]                              # numpy [R, U]
+
+A call trains `R` independent runs (one PRNG key and one hparams row each: a grid x seeds
+flattened, run `r = g * S + s`) of one `Trainer`. The options are orthogonal:
+
+- **layout** `"runs"` (default): the runs are sharded over a 1-D device mesh (axis `"runs"`,
+  `shard_map` of a `vmap` over each device's runs); they never communicate, so the results are
+  the one-device results up to float32 reduction order. `"envs"`: every run's environments and
+  learner are split over the mesh (axis `"envs"`; the Anakin architecture of Hessel et al. 2021:
+  each device steps `E / D` envs, keeps its share of the learner's data and averages gradients
+  with the others, `Agent.data_parallel`).
+- **chunking**: the run's `U` updates go in chunks of `chunk_updates` (one compiled program for
+  every full chunk, one more for a shorter last chunk); between chunks the callbacks run.
+- **memory**: the chunk program is compiled from shapes first and XLA's memory analysis checked
+  against `max_memory_bytes`; runs that do not fit in one call are split into calls of one
+  program of fewer runs (`runs_per_call`), and one run that does not fit is refused before
+  anything runs.
+- **callbacks** `fn(Chunk) -> bool | None` between chunks (progress, checkpoints, finiteness
+  checks, logging); returning True stops after that chunk. An exception stops the run.
+- **start**: continue from a saved state (`Start`, e.g. a checkpoint), bit for bit on CPU.
+
+`marljax train`, `marljax sweep`, `marljax.experiment` and the benches are configurations of it
+(`programs` gives the benches the compiled fused programs themselves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from marljax.config import ConfigError
+from marljax.train import Trainer, combine_shard_metrics, make_train
+
+#: name of the mesh axis independent runs are sharded over.
+RUNS_AXIS = "runs"
+#: name of the mesh axis one run's environments (and learner) are split over.
+ENVS_AXIS = "envs"
+LAYOUTS = ("runs", "envs")
+Layout = Literal["runs", "envs"]
+
+
+# ----------------------------------------------------------------------------- meshes
+
+
+def make_mesh(layout: Layout = "runs", devices: int | Sequence[Any] | None = None) -> Mesh:
+    """A 1-D mesh for `layout` (axis `"runs"` or `"envs"`) over `devices`.
+
+    Args:
+      layout: `"runs"` or `"envs"`.
+      devices: a device list, a number of devices (the first ones of `jax.devices()`), or None
+        for every device of every process.
+
+    Raises:
+      ConfigError: an unknown layout, or more devices than there are.
+    """
+    if layout not in LAYOUTS:
+        raise ConfigError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    every = jax.devices()
+    if devices is None:
+        chosen = every
+    elif isinstance(devices, (int, np.integer)):
+        if not 1 <= int(devices) <= len(every):
+            raise ConfigError(f"devices must be in [1, {len(every)}] here, got {devices}")
+        chosen = every[: int(devices)]
+    else:
+        chosen = list(devices)
+    return Mesh(np.asarray(chosen), (RUNS_AXIS if layout == "runs" else ENVS_AXIS,))
+
+
+def check_divisible(count: int, num_devices: int, what: str = "runs") -> None:
+    """Raise `ConfigError` naming the nearest valid counts if `num_devices` does not divide
+    `count` (`what`: `"runs"`, the seeds x settings of a call, or `"envs"`, `num_envs`)."""
+    if count < 1 or num_devices < 1:
+        raise ConfigError(f"need >= 1 {what} and >= 1 device, got {count} {what}, {num_devices}")
+    if count % num_devices:
+        below, above = (count // num_devices) * num_devices, -(-count // num_devices) * num_devices
+        choices = " or ".join(str(n) for n in (below, above) if n > 0)
+        divisors = [d for d in range(1, num_devices + 1) if count % d == 0]
+        hint = f"num_envs = {choices}" if what == "envs" else f"{choices} runs (settings x seeds)"
+        pad = "" if what == "envs" else ", or pad=True (the CLI pads by default)"
+        raise ConfigError(
+            f"{count} {what} cannot be split evenly over {num_devices} devices. Use {hint}, or "
+            f"{max(divisors)} device(s) (a device count dividing {count}: {divisors}){pad}."
+        )
+
+
+def pad_runs(tree: Any, num_runs: int) -> Any:
+    """Pad every leaf's leading runs axis to `num_runs` with copies of its last entry."""
+
+    def pad(x):
+        x = np.asarray(x)
+        extra = num_runs - x.shape[0]
+        if extra < 0:
+            raise ValueError(f"cannot pad {x.shape[0]} runs down to {num_runs}")
+        return x if extra == 0 else np.concatenate([x, np.repeat(x[-1:], extra, axis=0)])
+
+    return jax.tree.map(pad, tree)
+
+
+def place(tree: Any, mesh: Mesh, spec: P) -> Any:
+    """Host arrays as global arrays with `NamedSharding(mesh, spec)` (any number of processes:
+    every process passes the same full host data and keeps its own devices' part)."""
+    sharding = NamedSharding(mesh, spec)
+
+    def put(x):
+        x = np.asarray(x)
+        if jax.process_count() == 1:
+            return jax.device_put(x, sharding)
+        return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+
+    return jax.tree.map(put, tree)
+
+
+def gather(tree: Any) -> Any:
+    """Every leaf as a full host numpy array, on every process (an all-gather across hosts)."""
+    if jax.process_count() == 1:
+        return jax.tree.map(np.asarray, tree)
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(
+        lambda x: np.asarray(multihost_utils.process_allgather(x, tiled=True)), tree
+    )
+
+
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    local_device_ids: Sequence[int] | None = None,
+    cpu_devices: int | None = None,
+) -> None:
+    """Join a multi-process JAX program (call first, before any other JAX call).
+
+    A thin wrapper of `jax.distributed.initialize` (with no arguments JAX detects SLURM, Open
+    MPI, Cloud TPU or Kubernetes); afterwards `make_mesh()` spans every process's devices.
+    `cpu_devices` sets `jax_num_cpu_devices` (testing multi-device code on one machine); CPU
+    collectives use gloo.
+    """
+    if cpu_devices is not None:
+        jax.config.update("jax_num_cpu_devices", int(cpu_devices))
+    if os.environ.get("JAX_CPU_COLLECTIVES_IMPLEMENTATION") is None:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=coordinator_address,
+        num_processes=num_processes,
+        process_id=process_id,
+        local_device_ids=local_device_ids,
+    )
+
+
+# ----------------------------------------------------------------------------- programs
+
+
+@dataclasses.dataclass(frozen=True)
+class Programs:
+    """The jitted programs of a layout over `mesh` (their inputs are placed by `execute`).
+
+    Attributes:
+      init: `init(keys [R], hparams [R]) -> state`.
+      run: `run(num_updates)` -> jitted `fn(state, hparams [R]) -> (state, metrics [R, n])`.
+      train: `train(keys [R], hparams [R]) -> (state, metrics [R, U])`, the fused whole run.
+      mesh: the mesh.
+      layout: `"runs"` or `"envs"`.
+    """
+
+    init: Callable
+    run: Callable[[int], Callable]
+    train: Callable
+    mesh: Mesh
+    layout: str
+    num_updates: int
+
+
+def programs(
+    trainer: Trainer, mesh: Mesh | None = None, layout: Layout = "runs", env_params: Any = None
+) -> Programs:
+    """Build the jitted init / chunk / fused programs of `trainer` for `layout` over `mesh`.
+
+    `"runs"`: state leaves `[R, ...]` sharded over the mesh axis `"runs"`. `"envs"`: state
+    leaves `[D, R, ...]` (device first; each device its own environments, the agent's
+    parameters the same on every device), hparams and keys replicated, metrics `[R, n]` of the
+    whole batch (episode averages over every device's episodes, env steps of every device).
+
+    Raises:
+      ConfigError: a mesh without the layout's axis; for `"envs"`, an agent without
+        data-parallel support or a batch that does not divide over the devices.
+    """
+    mesh = make_mesh(layout) if mesh is None else mesh
+    axis = RUNS_AXIS if layout == "runs" else ENVS_AXIS
+    if layout not in LAYOUTS or axis not in mesh.shape:
+        raise ConfigError(
+            f"layout {layout!r} needs a mesh with an {axis!r} axis (see make_mesh), got "
+            f"{dict(mesh.shape)}"
+        )
+    if layout == "runs":
+        return _runs_programs(trainer, mesh, env_params)
+    return _envs_programs(trainer, mesh, env_params)
+
+
+def _runs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
+    spec = P(RUNS_AXIS)
+    init = jax.vmap(trainer.init, in_axes=(0, 0, None))
+    train = jax.vmap(trainer.train, in_axes=(0, 0, None))
+
+    def mapped(fn, n_in):
+        return _shard(fn, mesh, (spec,) * n_in, spec)
+
+    @functools.cache
+    def run(num_updates: int):
+        body = jax.vmap(trainer.run, in_axes=(0, 0, None, None))
+        return mapped(lambda s, h: body(s, h, env_params, num_updates), 2)
+
+    return Programs(
+        mapped(lambda k, h: init(k, h, env_params), 2),
+        run,
+        mapped(lambda k, h: train(k, h, env_params), 2),
+        mesh,
+        "runs",
+        trainer.config.num_updates,
+    )
+
+
+def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
+    D = mesh.shape[ENVS_AXIS]
+    config = trainer.config
+    check_divisible(config.num_envs, D, what="envs")
+    agent = trainer.agent
+    if D > 1:
+        if agent.data_parallel is None:
+            raise ConfigError(
+                "this agent does not support the 'envs' layout (Agent.data_parallel is None); "
+                "PPO-family agents, the value learners and HASAC/MASAC do. Use the 'runs' layout."
+            )
+        agent = agent.data_parallel(ENVS_AXIS, D)
+        try:
+            agent.check_batch(config.num_envs // D, config.rollout_len)
+        except ValueError as err:
+            raise ConfigError(
+                f"with {D} devices each device steps num_envs / {D} = {config.num_envs // D} "
+                f"environments: {err}"
+            ) from None
+    local = make_train(
+        dataclasses.replace(
+            config,
+            num_envs=config.num_envs // D,
+            total_env_steps=config.num_updates * config.steps_per_update // D,
+        ),
+        trainer.env,
+        agent,
+        trainer.env_params,
+    )
+
+    def init_one(key, hparams):
+        state = local.init(key, hparams, env_params)  # the agent's start: the same everywhere
+        if D == 1:
+            return state
+        own = local.init(
+            jax.random.fold_in(key, jax.lax.axis_index(ENVS_AXIS)), hparams, env_params
+        )
+        return own.replace(agent_state=state.agent_state)
+
+    def run_one(state, hparams, num_updates):
+        state, metrics = local.run(state, hparams, env_params, num_updates)
+        if D > 1:  # every device returns the whole batch's metrics
+            metrics = combine_shard_metrics(metrics, ENVS_AXIS)
+        return state, metrics
+
+    def shard(fn, in_specs, out_specs):
+        return _shard(fn, mesh, in_specs, out_specs)
+
+    lead = lambda tree: jax.tree.map(lambda x: x[None], tree)  # noqa: E731
+    drop = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
+    dev, rep = P(ENVS_AXIS), P()
+
+    @functools.cache
+    def run(num_updates: int):
+        def body(state, hparams):
+            s, m = jax.vmap(run_one, in_axes=(0, 0, None))(drop(state), hparams, num_updates)
+            return lead(s), m
+
+        return shard(body, (dev, rep), (dev, rep))
+
+    def train(keys, hparams):
+        state = jax.vmap(init_one)(keys, hparams)
+        s, m = jax.vmap(run_one, in_axes=(0, 0, None))(state, hparams, local.config.num_updates)
+        return lead(s), m
+
+    return Programs(
+        shard(lambda k, h: lead(jax.vmap(init_one)(k, h)), (rep, rep), dev),
+        run,
+        shard(train, (rep, rep), (dev, rep)),
+        mesh,
+        "envs",
+        local.config.num_updates,
+    )
+
+
+def _shard(fn: Callable, mesh: Mesh, in_specs: tuple, out_specs: Any) -> Callable:
+    """`jit(shard_map(fn))` with the inputs and outputs placed by their specs."""
+    named = lambda specs: jax.tree.map(  # noqa: E731
+        lambda p: NamedSharding(mesh, p), specs, is_leaf=lambda x: isinstance(x, P)
+    )
+    mapped = jax.shard_map(
+        fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+    )  # runs never talk to each other; the envs layout's collectives are explicit
+    return jax.jit(mapped, in_shardings=named(in_specs), out_shardings=named(out_specs))
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def default_memory_budget(mesh: Mesh | None = None) -> int:
+    """Bytes one device may use: 80% of an accelerator's `bytes_limit`; on CPU half the
+    available host memory shared by the local CPU devices."""
+    devices = list(mesh.devices.flat) if mesh is not None else jax.devices()
+    local = [d for d in devices if d.process_index == jax.process_index()] or devices
+    if local[0].platform != "cpu":
+        stats = local[0].memory_stats() or {}
+        if "bytes_limit" in stats:
+            return int(0.8 * stats["bytes_limit"])
+    return int(0.5 * _host_available_bytes() / max(1, len(local)))
+
+
+def _host_available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def parse_bytes(text: str | int) -> int:
+    """A byte count from `"4GiB"`, `"512MB"`, `"2e9"` or an int (for `--max-memory`).
+
+    Raises:
+      ConfigError: an unparsable or non-positive size.
+    """
+    raw = str(text).strip().lower().replace(" ", "")
+    units = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 1e3, "mb": 1e6,
+             "gb": 1e9, "tb": 1e12, "k": 2**10, "m": 2**20, "g": 2**30, "b": 1}  # fmt: skip
+    scale = 1.0
+    for suffix, factor in units.items():
+        if raw.endswith(suffix):
+            raw, scale = raw[: -len(suffix)], float(factor)
+            break
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        raise ConfigError(f"memory size must be like 4GiB, 512MB or 2e9, got {text!r}") from None
+    if isinstance(text, bool) or not math.isfinite(value) or value < 1:
+        raise ConfigError(f"memory size must be a positive number of bytes, got {text!r}")
+    return int(value)
+
+
+def fmt_bytes(n: float) -> str:
+    """`1536` -> `"1.5 KiB"`."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+@dataclasses.dataclass
+class MemoryEstimate:
+    """XLA's memory analysis of one chunk call of `runs` runs on `devices` devices.
+
+    Attributes:
+      runs: runs in the call.
+      devices: devices of the mesh.
+      peak_bytes_per_device: arguments + outputs + temporaries - aliased, per device (None
+        where the backend does not report it).
+      compiled: the compiled chunk program (reused by `execute`).
+    """
+
+    runs: int
+    devices: int
+    peak_bytes_per_device: int | None
+    compiled: Any = dataclasses.field(default=None, repr=False)
+    runs_per_device: int = 0
+
+    @property
+    def bytes_per_run(self) -> int | None:
+        """Peak bytes per run on its device (None without an analysis)."""
+        if self.peak_bytes_per_device is None:
+            return None
+        per_device = self.runs_per_device or max(1, self.runs // self.devices)
+        return max(1, -(-self.peak_bytes_per_device // per_device))
+
+    def __str__(self) -> str:
+        if self.peak_bytes_per_device is None:
+            return f"{self.runs} runs on {self.devices} device(s): no XLA memory analysis here"
+        return (
+            f"memory estimate: {self.runs} runs on {self.devices} device(s): XLA peak "
+            f"{fmt_bytes(self.peak_bytes_per_device)} per device ({fmt_bytes(self.bytes_per_run)} "
+            "per run)"
+        )
+
+
+def estimate_memory(
+    progs: Programs, trainer: Trainer, num_runs: int, num_updates: int, hparams: Any = None
+) -> MemoryEstimate:
+    """Compile the chunk program of `num_updates` updates for `num_runs` runs from shapes alone
+    and read XLA's memory analysis (nothing is allocated)."""
+    hparams = trainer.agent.default_hparams() if hparams is None else hparams
+    keys = jax.ShapeDtypeStruct((num_runs, 2), jnp.uint32)
+    hps = jax.tree.map(lambda _: jax.ShapeDtypeStruct((num_runs,), jnp.float32), hparams)
+    state = jax.eval_shape(progs.init, keys, hps)
+    compiled = progs.run(num_updates).lower(state, hps).compile()
+    try:
+        stats = compiled.memory_analysis()
+    except (NotImplementedError, RuntimeError, AttributeError):
+        stats = None
+    peak = None
+    if stats is not None:
+        peak = int(
+            stats.argument_size_in_bytes
+            + stats.output_size_in_bytes
+            + stats.temp_size_in_bytes
+            - stats.alias_size_in_bytes
+        )
+    per_device = num_runs if progs.layout == "envs" else max(1, num_runs // progs.mesh.size)
+    return MemoryEstimate(num_runs, progs.mesh.size, peak, compiled, per_device)
+
+
+# ----------------------------------------------------------------------------- execute
+
+
+@dataclasses.dataclass
+class Start:
+    """Where to continue: a state with leading runs axis `[R, ...]` (host arrays, as `execute`
+    returns and checkpoints store it), the updates it has done and the metrics `[R, done]`."""
+
+    state: Any
+    done: int
+    metrics: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Chunk:
+    """What a callback sees after a chunk (every array has leading runs axis `[R]`).
+
+    Attributes:
+      done: updates done by every run so far; `total`: updates per run.
+      first: updates done before this chunk.
+      metrics: this chunk's metrics `[R, n]`; `history`: every metric so far `[R, done]`.
+      seconds: wall time of this chunk; `env_steps_per_s`: env steps of all runs per second.
+    """
+
+    done: int
+    total: int
+    first: int
+    metrics: dict[str, np.ndarray]
+    history: dict[str, np.ndarray]
+    seconds: float
+    env_steps_per_s: float
+    _state: Callable[[], Any] = dataclasses.field(repr=False, default=lambda: None)
+
+    def state(self) -> Any:
+        """The runs' state after this chunk as host numpy arrays `[R, ...]` (fetched once)."""
+        return self._state()
+
+
+Callback = Callable[[Chunk], "bool | None"]
+
+
+@dataclasses.dataclass
+class Execution:
+    """The result of `execute`: host numpy `state` `[R, ...]` and `metrics` `[R, done]`."""
+
+    state: Any
+    metrics: dict[str, np.ndarray]
+    done: int
+    total: int
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+
+def execute(
+    trainer: Trainer,
+    keys: Any,
+    hparams: Any,
+    *,
+    env_params: Any = None,
+    mesh: Mesh | None = None,
+    layout: Layout = "runs",
+    pad: bool = False,
+    chunk_updates: int = 0,
+    start: Start | None = None,
+    callbacks: Sequence[Callback] = (),
+    max_memory_bytes: int | None = None,
+    runs_per_call: int | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Execution:
+    """Train `R` runs of `trainer` (see the module docstring).
+
+    Args:
+      trainer: from `make_train`.
+      keys: `[R]` PRNG keys (`PRNGKey`-style `[R, 2]` uint32, or typed keys).
+      hparams: hparams pytree with leaves `[R]` (scalars are broadcast to every run).
+      env_params: env params shared by the runs (default: the trainer's).
+      mesh: the device mesh (default: every device, `make_mesh(layout)`).
+      layout: `"runs"` (runs sharded over devices) or `"envs"` (each run's envs and learner
+        split over devices).
+      pad: `"runs"` layout: fill the last devices with copies of the last run (dropped from the
+        results) when the device count does not divide `R`; otherwise that is an error.
+      chunk_updates: updates per chunk (0: the whole run in one chunk).
+      start: continue from this state and metrics (`Start`).
+      callbacks: called after every chunk with a `Chunk`; True stops after it.
+      max_memory_bytes: device memory one call may use (default `default_memory_budget`).
+      runs_per_call: force runs per call (`"runs"` layout; default: as many as fit).
+      say: where to print notes (memory splits); default silent.
+
+    Returns:
+      An `Execution` (host numpy arrays, the same on every process).
+
+    Raises:
+      ConfigError: a mesh that does not divide the runs (without `pad`) or the envs, an agent
+        without data-parallel support for `"envs"`, or one run over the memory budget: before
+        anything is compiled or run.
+    """
+    say = say or (lambda _: None)
+    if jax.dtypes.issubdtype(jnp.asarray(keys).dtype, jax.dtypes.prng_key):
+        keys = jax.random.key_data(keys)
+    keys = np.asarray(keys)
+    R = int(keys.shape[0])
+    hparams = jax.tree.map(
+        lambda x: np.broadcast_to(np.asarray(x, np.float32), (R,)).copy(), hparams
+    )
+    mesh = make_mesh(layout) if mesh is None else mesh
+    D = mesh.size
+    total = trainer.config.num_updates
+    chunk = total if chunk_updates <= 0 else min(int(chunk_updates), total)
+    done = 0 if start is None else int(start.done)
+    if layout == "runs":
+        if R % D and not pad:
+            check_divisible(R, D)
+        per_call = -(-R // D) * D if runs_per_call is None else -(-int(runs_per_call) // D) * D
+        per_call = max(D, min(per_call, -(-R // D) * D))
+    else:
+        per_call = R
+    progs = programs(trainer, mesh, layout, env_params)
+    first_n = min(chunk, max(1, total - done))
+    template = jax.tree.map(lambda x: x[0], hparams)
+    estimate = estimate_memory(progs, trainer, per_call, first_n, template)
+    budget = default_memory_budget(mesh) if max_memory_bytes is None else int(max_memory_bytes)
+    per_run = estimate.bytes_per_run
+    per_device = estimate.runs_per_device
+    if per_run is not None and per_run * per_device > budget:
+        fit = budget // per_run
+        shape = f"{trainer.config.num_envs} envs, {first_n} updates per chunk"
+        if fit < 1 or layout == "envs" or runs_per_call is not None:
+            raise ConfigError(
+                f"One call of {per_call} run(s) needs about {fmt_bytes(per_run * per_device)}"
+                f" of device memory ({shape}; XLA's estimate of arguments + outputs + "
+                f"temporaries), over the budget of {fmt_bytes(budget)} per device. Use fewer "
+                "envs, a smaller model or chunk, or --max-memory to raise the budget. Nothing "
+                "was run or written."
+            )
+        per_call = int(fit) * D
+        say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
+        estimate = estimate_memory(progs, trainer, per_call, first_n, template)
+    padded = -(-R // per_call) * per_call
+    keys_p, hps_p = pad_runs((keys, hparams), padded)
+    groups = [slice(lo, lo + per_call) for lo in range(0, padded, per_call)]
+    spec = P(RUNS_AXIS) if layout == "runs" else P()
+    hp_groups = [place(jax.tree.map(lambda x, g=g: x[g], hps_p), mesh, spec) for g in groups]
+    if start is None:
+        states = [progs.init(place(keys_p[g], mesh, spec), hp) for g, hp in zip(groups, hp_groups)]
+    else:
+        host = pad_runs(start.state, padded)
+        states = [_put_state(jax.tree.map(lambda x, g=g: x[g], host), mesh, layout) for g in groups]
+    if len(groups) > 1:  # several calls: keep the states between chunks on the host
+        states = [gather(s) for s in states]
+    history = {k: np.asarray(v)[:R] for k, v in (start.metrics if start else {}).items()}
+    steps_per_chunk_update = R * trainer.config.steps_per_update
+    while done < total:
+        n = min(chunk, total - done)
+        fn = estimate.compiled if n == first_n else progs.run(n)
+        t0 = time.perf_counter()
+        outs = []
+        for i, _g in enumerate(groups):
+            state = states[i] if len(groups) == 1 else _put_state(states[i], mesh, layout, True)
+            state, metrics = fn(state, hp_groups[i])
+            states[i] = state if len(groups) == 1 else gather(state)
+            outs.append(gather(metrics))
+        metrics = {k: np.concatenate([o[k] for o in outs])[:R] for k in outs[0]}
+        seconds = time.perf_counter() - t0
+        history = {
+            k: np.concatenate([history[k], v], axis=1) if k in history else v
+            for k, v in metrics.items()
+        }
+        first, done = done, done + n
+        info = Chunk(done, total, first, metrics, history, seconds,
+                     steps_per_chunk_update * n / max(seconds, 1e-9),
+                     functools.cache(lambda: _host_state(states, layout, R)))  # fmt: skip
+        stop = False
+        for cb in callbacks:
+            stop = bool(cb(info)) or stop
+        if stop:
+            break
+    return Execution(_host_state(states, layout, R), history, done, total)
+
+
+def _put_state(host: Any, mesh: Mesh, layout: str, host_layout: bool = False) -> Any:
+    """Place a state `[R, ...]` (runs first, as on the host) for `layout`'s programs."""
+    if layout == "runs":
+        return place(host, mesh, P(RUNS_AXIS))
+    if not host_layout:  # runs-first host arrays -> device-first [D, R, ...]
+        host = jax.tree.map(lambda x: np.moveaxis(np.asarray(x), 0, 1), host)
+    return place(host, mesh, P(ENVS_AXIS))
+
+
+def _host_state(states: list, layout: str, R: int) -> Any:
+    parts = [gather(s) for s in states]
+    if layout == "envs":  # [D, R, ...] -> [R, D, ...]
+        parts = [jax.tree.map(lambda x: np.moveaxis(x, 0, 1), p) for p in parts]
+    return jax.tree.map(lambda *xs: np.concatenate(xs)[:R], *parts)
+
+
+def state_like(
+    trainer: Trainer,
+    keys: Any,
+    hparams: Any,
+    *,
+    env_params: Any = None,
+    mesh: Mesh | None = None,
+    layout: Layout = "runs",
+) -> Any:
+    """Shapes and dtypes of the runs-first host state `execute` returns for these runs (a
+    template to restore a checkpoint into)."""
+    keys = np.asarray(keys)
+    if layout == "runs":
+        return jax.eval_shape(
+            jax.vmap(trainer.init, in_axes=(0, 0, None)), keys, hparams, env_params
+        )
+    state = jax.eval_shape(programs(trainer, mesh, layout, env_params).init, keys, hparams)
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct((x.shape[1], x.shape[0], *x.shape[2:]), x.dtype), state
+    )
+
+
+# ----------------------------------------------------------------------------- callbacks
+
+
+def progress_bar(desc: str, total: int, initial: int = 0) -> Callback:
+    """A callback driving a tqdm bar of updates with env steps/s, the latest mean return and
+    tqdm's ETA. Call `.close()` on the returned callback when done (or use it as a context)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, initial=initial, desc=desc, unit="update")
+
+    def update(info: Chunk) -> None:
+        ret = info.metrics.get("episode_return")
+        shown = "n/a"
+        if ret is not None and np.isfinite(ret[:, -1]).any():
+            shown = f"{np.nanmean(ret[:, -1]):.3f}"
+        bar.set_postfix_str(f"ret={shown}, {info.env_steps_per_s:,.0f} env steps/s")
+        bar.update(info.done - info.first)
+
+    update.close = bar.close  # type: ignore[attr-defined]
+    return update
+
+
+def checkpoint(ckpt: Any) -> Callback:
+    """A callback saving the runs' state `[R, ...]` as checkpoint `done` after every chunk."""
+
+    def save(info: Chunk) -> None:
+        ckpt.save(info.done, info.state())
+
+    return save
+
+
+__all__ = [
+    "ENVS_AXIS",
+    "LAYOUTS",
+    "RUNS_AXIS",
+    "Chunk",
+    "Execution",
+    "MemoryEstimate",
+    "Programs",
+    "Start",
+    "check_divisible",
+    "checkpoint",
+    "default_memory_budget",
+    "estimate_memory",
+    "execute",
+    "fmt_bytes",
+    "gather",
+    "initialize",
+    "make_mesh",
+    "pad_runs",
+    "parse_bytes",
+    "place",
+    "programs",
+    "progress_bar",
+    "state_like",
+]
