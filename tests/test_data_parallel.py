@@ -18,7 +18,7 @@ from marljax import losses
 from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, make_ppo
 from marljax.agents.qlearning import QConfig, make_q_learner
-from marljax.distributed import ENVS_AXIS, data_parallel_train, envs_mesh
+from marljax.execute import ENVS_AXIS, execute, make_mesh, programs
 from marljax.train import TrainConfig, combine_shard_metrics, make_train
 
 D = 2  # shards
@@ -211,23 +211,22 @@ def test_one_device_data_parallel_train_is_train():
     hp = agent.default_hparams()
     key = jax.random.PRNGKey(5)
     ref_state, ref = jax.jit(trainer.train)(key, hp)
-    mesh = envs_mesh(jax.devices()[:1])
-    state, got = data_parallel_train(trainer, mesh)(key, hp)
+    out = execute(trainer, key[None], hp, mesh=make_mesh("envs", 1), layout="envs", chunk_updates=2)
     for k in ref:
-        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(ref[k]), err_msg=k)
-    for a, b in zip(jax.tree.leaves(ref_state.agent_state), jax.tree.leaves(state.agent_state)):
-        np.testing.assert_array_equal(np.asarray(b)[0], np.asarray(a))
+        np.testing.assert_array_equal(out.metrics[k][0], np.asarray(ref[k]), err_msg=k)
+    for a, b in zip(jax.tree.leaves(ref_state.agent_state), jax.tree.leaves(out.state.agent_state)):
+        np.testing.assert_array_equal(b[0, 0], np.asarray(a))  # [run, device, ...]
 
 
 def test_data_parallel_train_rejects_unsupported_agents_and_bad_splits():
     env, params = marljax.make("matrix/climbing-v0")
     agent = make_ppo(PPOConfig(hidden_sizes=(8,)), env, params)
     trainer = make_train(TrainConfig(num_envs=4, rollout_len=4, total_env_steps=48), env, agent)
-    with pytest.raises(ValueError, match="does not support data-parallel"):
-        data_parallel_train(trainer._replace(agent=agent._replace(data_parallel=None)))
+    two = jax.sharding.Mesh(np.asarray(jax.devices() * 2), (ENVS_AXIS,))  # a 2-device shape
+    with pytest.raises(ValueError, match="does not support the 'envs' layout"):
+        programs(trainer._replace(agent=agent._replace(data_parallel=None)), two, "envs")
     # A device's share of the batch must still split into the minibatches.
     recurrent = make_ppo(PPOConfig(hidden_sizes=(8,), recurrent=True, num_minibatches=4), env)
     trainer = make_train(TrainConfig(num_envs=4, rollout_len=4), env, recurrent)
-    two = jax.sharding.Mesh(np.asarray(jax.devices() * 2), (ENVS_AXIS,))  # a 2-device shape
     with pytest.raises(ValueError, match=r"each device steps num_envs / 2 = 2 .*num_minibatches"):
-        data_parallel_train(trainer, two)
+        programs(trainer, two, "envs")

@@ -16,8 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from marljax.execute import make_mesh, programs
 from marljax.experiment import Experiment, build
-from marljax.train import TrainConfig, batched
+from marljax.train import TrainConfig
 
 TINY_TRAIN = TrainConfig(num_envs=4, rollout_len=5, total_env_steps=4 * 5 * 3)
 PPO_SMALL = {"hidden_sizes": [8], "gru_size": 8, "num_epochs": 2, "num_minibatches": 2}
@@ -34,11 +35,13 @@ CASES = [
 
 
 def start(exp: Experiment):
-    """A fresh build: its jitted `init` and `run` (see `batched`) and their arguments."""
+    """A fresh build: its `init` and chunk `run` programs (`marljax.execute.programs`, one
+    device) and their arguments (one hparams setting x the seeds)."""
     built = build(exp)
-    init, run = batched(built.trainer)
+    progs = programs(built.trainer, make_mesh("runs", 1), env_params=built.env_params)
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + exp.seeds))
-    return init, run, (keys, built.hparams, built.env_params)
+    hp = jax.tree.map(lambda x: jnp.repeat(x, exp.seeds), built.hparams)
+    return progs.init, progs.run, (keys, hp)
 
 
 def to_host(tree):
@@ -59,29 +62,29 @@ def first_difference(a, b) -> str | None:
 def test_same_seed_is_bit_identical_and_seeds_differ(algo, agent, env):
     exp = Experiment(algo=algo, env=env, agent=agent, seeds=2, seed=11, train=TINY_TRAIN)
     n = exp.train.num_updates
-    init_a, run_a, (keys, hp, env_params) = start(exp)
+    init_a, run_a, (keys, hp) = start(exp)
     init_b, run_b, args_b = start(dataclasses.replace(exp))
-    state0 = init_a(keys, hp, env_params)
+    state0 = init_a(keys, hp)
     # The second build traces to the same programs; compiling them again would test XLA.
-    assert init_a.lower(keys, hp, env_params).as_text() == init_b.lower(*args_b).as_text(), (
+    assert init_a.lower(keys, hp).as_text() == init_b.lower(*args_b).as_text(), (
         f"{algo}: two builds traced different init programs"
     )
-    hlo_a = run_a.lower(state0, hp, env_params, n).as_text()
-    hlo_b = run_b.lower(state0, *args_b[1:], n).as_text()
+    hlo_a = run_a(n).lower(state0, hp).as_text()
+    hlo_b = run_b(n).lower(state0, args_b[1]).as_text()
     assert hlo_a == hlo_b, f"{algo}: two builds traced different training programs"
 
-    state_a, metrics_a = to_host(run_a(state0, hp, env_params, n))
-    state0_again = init_a(keys, hp, env_params)  # a fresh initial state, same seeds
-    state_b, metrics_b = to_host(run_a(state0_again, hp, env_params, n))
+    state_a, metrics_a = to_host(run_a(n)(state0, hp))
+    state0_again = init_a(keys, hp)  # a fresh initial state, same seeds
+    state_b, metrics_b = to_host(run_a(n)(state0_again, hp))
     params_a, params_b = state_a.agent_state, state_b.agent_state
     diff = first_difference(metrics_a, metrics_b)
     assert diff is None, f"{algo}: metric {diff} differs between two runs with the same seed"
     diff = first_difference(params_a, params_b)
     assert diff is None, f"{algo}: parameter {diff} differs between two runs with the same seed"
 
-    # Seeds 11 and 12 (axis 1; axis 0 is the single hparams setting) must differ.
-    seed_a = jax.tree.map(lambda x: x[0, 0], params_a)
-    seed_b = jax.tree.map(lambda x: x[0, 1], params_a)
+    # Seeds 11 and 12 (runs 0 and 1) must differ.
+    seed_a = jax.tree.map(lambda x: x[0], params_a)
+    seed_b = jax.tree.map(lambda x: x[1], params_a)
     leaves = [
         (x, y)
         for x, y in zip(jax.tree.leaves(seed_a), jax.tree.leaves(seed_b))
@@ -92,7 +95,7 @@ def test_same_seed_is_bit_identical_and_seeds_differ(algo, agent, env):
     )
     losses = [k for k in metrics_a if "loss" in k]
     assert losses, f"{algo}: no loss metric to compare"
-    assert any(not np.array_equal(metrics_a[k][0, 0], metrics_a[k][0, 1]) for k in losses), (
+    assert any(not np.array_equal(metrics_a[k][0], metrics_a[k][1]) for k in losses), (
         f"{algo}: two seeds gave identical losses"
     )
     for k in losses:

@@ -57,16 +57,13 @@ def _flat(result_metrics, states) -> dict[str, np.ndarray]:
 def _worker(mode: str, out_path: str, *args: str) -> None:
     """Subprocess body: `single` (one process, forced devices) or `host <id> <port>`."""
     if mode == "host":
-        from marljax import distributed as dist
+        from marljax.execute import initialize
 
         process_id, port = int(args[0]), int(args[1])
-        dist.initialize(f"localhost:{port}", num_processes=2, process_id=process_id, cpu_devices=2)
+        initialize(f"localhost:{port}", num_processes=2, process_id=process_id, cpu_devices=2)
     import jax
-    import jax.numpy as jnp
 
-    from marljax import distributed as dist
     from marljax import sweep as sw
-    from marljax.experiment import build
 
     exp = _sweep_experiment()
     res = sw.run_sweep(exp, write=False, verbose=False)  # sharded over every (global) device
@@ -74,78 +71,65 @@ def _worker(mode: str, out_path: str, *args: str) -> None:
     out["devices"] = np.array([jax.device_count(), jax.process_count()])
     if mode == "single":
         # The reference: the same 4 runs on ONE device, one vmapped program.
-        built = build(dataclasses_replace_grid(exp))
-        G, S = 2, 2
-        keys = np.tile(np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(S))), (G, 1))
-        hp = sw.stack_settings(built.trainer.agent.default_hparams(), res.settings)
-        hp = jax.tree.map(lambda x: np.repeat(x, S), hp)
-        with jax.default_device(jax.devices()[0]):
-            states, metrics = jax.jit(dist.vmapped_train(built.trainer))(keys, hp, None)
-        unflat = lambda x: np.asarray(x).reshape(G, S, *np.shape(x)[1:])  # noqa: E731
-        ref = _flat({k: unflat(v) for k, v in metrics.items()}, jax.tree.map(unflat, states))
-        out.update({f"ref/{k}": v for k, v in ref.items()})
+        ref = sw.run_sweep(exp.replace(devices=1), write=False, verbose=False)
+        out.update({f"ref/{k}": v for k, v in _flat(ref.metrics, ref.states).items()})
         out.update(_data_parallel_outputs())
+        out.update(_train_cli_outputs(out_path))
     if jax.process_index() == 0:
         np.savez(out_path, **out)
 
 
 def _data_parallel_outputs() -> dict[str, np.ndarray]:
-    """One MAPPO and one QMIX run with 8 envs split over the 4 devices, and on one device."""
+    """One MAPPO and one QMIX run with 8 envs split over the 4 devices ("envs" layout)."""
     import jax
 
-    from marljax import distributed as dist
-    from marljax.experiment import Experiment, build
+    from marljax.experiment import Experiment, run_experiment
     from marljax.train import TrainConfig
 
     agents = {
         "mappo": {"hidden_sizes": (8,), "num_minibatches": 2, "num_epochs": 2},
         "qmix": {"buffer_size": 64, "batch_size": 4, "learning_starts": 8, "sequence_len": 4},
     }
-    mesh = dist.envs_mesh()
     out = {}
     for algo, agent in agents.items():
         exp = Experiment(
             algo=algo,
             env="matrix/climbing-v0",
+            seeds=1,
+            seed=3,
             train=TrainConfig(num_envs=8, rollout_len=4, total_env_steps=8 * 4 * 3),
             agent=agent,
+            layout="envs",
+            chunk_updates=2,
         )
-        trainer = build(exp).trainer
-        hp = trainer.agent.default_hparams()
-        state = jax.jit(trainer.init)(jax.random.PRNGKey(3), hp)
-        ref = jax.jit(trainer.run, static_argnums=3)(state, hp, None, 3)
-        got = dist.data_parallel_run(trainer, mesh)(dist.shard_envs(state, mesh), hp, None, 3)
-        for tag, (st, metrics) in (("ref", ref), ("dp", got)):
-            for k, v in metrics.items():
-                out[f"dp_{algo}_{tag}/m/{k}"] = np.asarray(v)
-            leaves = jax.tree.leaves(trainer.agent.get_params(st.agent_state))
-            for i, leaf in enumerate(leaves):
-                out[f"dp_{algo}_{tag}/p/{i}"] = np.asarray(leaf)
-        # Anakin-style learners: each device its own envs, buffer and batch share, pmean'd grads.
-        anakin = dist.data_parallel_train(trainer, mesh)
-        a_state, a_metrics = anakin(jax.random.PRNGKey(3), hp)
-        again = anakin(jax.random.PRNGKey(3), hp)[1]  # the same key: the same run, bitwise
-        out[f"anakin_{algo}/again"] = np.array(
-            all(
-                np.array_equal(np.asarray(a_metrics[k]), np.asarray(again[k]), equal_nan=True)
-                for k in a_metrics
-            )  # fmt: skip
+        runs = [run_experiment(exp, progress=False, write=False) for _ in range(2)]
+        again = all(
+            np.array_equal(runs[0].metrics[k], runs[1].metrics[k], equal_nan=True)
+            for k in runs[0].metrics
         )
-        for k, v in a_metrics.items():
-            out[f"anakin_{algo}/m/{k}"] = np.asarray(v)
-        for i, leaf in enumerate(jax.tree.leaves(trainer.agent.get_params(a_state.agent_state))):
-            out[f"anakin_{algo}/p/{i}"] = np.asarray(leaf)  # [4 devices, ...]
-        env_leaf = jax.tree.leaves(got[0].env_state)[0]
-        out[f"dp_{algo}_split"] = np.array(
-            [len(env_leaf.addressable_shards), env_leaf.addressable_shards[0].data.shape[0]]
-        )
+        out[f"anakin_{algo}/again"] = np.array(again)  # the same key: the same run, bitwise
+        for k, v in runs[0].metrics.items():
+            out[f"anakin_{algo}/m/{k}"] = v[0, 0]
+        params = jax.tree.leaves(runs[0].state.agent_state)
+        for i, leaf in enumerate(params):
+            out[f"anakin_{algo}/p/{i}"] = leaf[0, 0]  # [4 devices, ...]
     return out
 
 
-def dataclasses_replace_grid(exp):
-    import dataclasses
+def _train_cli_outputs(out_path: str) -> dict[str, np.ndarray]:
+    """`marljax train` of 4 seeds on the 4 devices and on 1 (`--devices 1`)."""
+    from marljax.cli import main
 
-    return dataclasses.replace(exp, grid={})
+    root = os.path.dirname(out_path)
+    out = {}
+    for tag, extra in (("four", []), ("one", ["--devices", "1"])):
+        args = ["train", "--algo", "ippo", "--seeds", "4", "--steps", "192", "--no-progress",
+                "--set", "hidden_sizes=8", "--set", "num_envs=4", "--set", "rollout_len=8",
+                "--out", root, "--name", f"cli_{tag}", *extra]  # fmt: skip
+        assert main(args) == 0
+        with np.load(os.path.join(root, f"cli_{tag}", "metrics.npz")) as data:
+            out.update({f"cli_{tag}/{k}": data[k] for k in data.files})
+    return out
 
 
 def _env(devices: int | None) -> dict[str, str]:
@@ -192,32 +176,27 @@ def test_four_devices_match_one_device(single_process):
     assert not np.array_equal(pl[0, 0], pl[0, 1]) and not np.array_equal(pl[0, 0], pl[1, 0])
 
 
-@pytest.mark.parametrize("algo", ["mappo", "qmix"])
-def test_data_parallel_envs_match_one_device(single_process, algo):
-    """8 envs split 2 per device over 4 devices: the one-device run's numbers (GSPMD)."""
+def test_train_cli_on_four_devices_matches_one_device(single_process):
+    """`marljax train`: 4 seeds sharded over 4 devices = the same 4 seeds on 1 device."""
     data = single_process
-    # The environments really are split: 4 shards of 2 environments each.
-    assert data[f"dp_{algo}_split"].tolist() == [4, 2]
-    names = sorted(k[len(f"dp_{algo}_ref/") :] for k in data if k.startswith(f"dp_{algo}_ref/"))
-    assert "m/episode_return" in names and any(n.startswith("p/") for n in names)
+    names = sorted(k[len("cli_one/") :] for k in data if k.startswith("cli_one/"))
+    assert "episode_return" in names and "policy_loss" in names
     for name in names:
-        ref, got = data[f"dp_{algo}_ref/{name}"], data[f"dp_{algo}_dp/{name}"]
-        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=f"{algo} {name}")
-    # Training happened (the parameters moved), so the comparison is not of two initial states.
-    loss = data[f"dp_{algo}_ref/m/{'policy_loss' if algo == 'mappo' else 'loss'}"]
-    assert np.any(loss != 0), "no update ran"
+        ref, got = data[f"cli_one/{name}"], data[f"cli_four/{name}"]
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6, err_msg=name)
+    pl = data["cli_one/policy_loss"]
+    assert not np.array_equal(pl[0, 0], pl[0, 1])  # seeds differ
 
 
 @pytest.mark.parametrize("algo", ["mappo", "qmix"])
 def test_data_parallel_learners_stay_in_step(single_process, algo):
-    """`data_parallel_train` on 4 devices: every device ends with the same parameters (the
+    """The "envs" layout on 4 devices: every device ends with the same parameters (the
     all-reduced gradients), the parameters moved, the metrics count every device's envs, and a
-    second call with the same key repeats the run bitwise."""
+    second run with the same seed repeats the run bitwise."""
     data = single_process
     params = [v for k, v in sorted(data.items()) if k.startswith(f"anakin_{algo}/p/")]
     assert f"anakin_{algo}/again" in data
-    ref = [v for k, v in sorted(data.items()) if k.startswith(f"dp_{algo}_ref/p/")]
-    assert params and len(params) == len(ref)
+    assert params
     for leaf in params:
         assert leaf.shape[0] == 4
         for d in range(1, 4):
@@ -269,17 +248,16 @@ def test_two_processes_match_one_process(single_process, tmp_path):
 
 
 def test_device_count_that_does_not_divide_names_valid_choices():
-    from marljax import distributed as dist
+    from marljax import execute as ex
 
     with pytest.raises(ValueError) as err:
-        dist.check_divisible(6, 4)
+        ex.check_divisible(6, 4)
     msg = str(err.value)
     assert "Use 4 or 8 runs" in msg and "3 device(s)" in msg and "pad=True" in msg
-    dist.check_divisible(8, 4)
-    assert dist.valid_run_counts(6, 4) == (4, 8)
-    with pytest.raises(ValueError, match=r"TrainConfig.num_envs = 8 or 12"):
-        dist.check_divisible(10, 4, what="envs")
-    padded = dist.pad_runs({"x": np.arange(6)}, 8)["x"]
+    ex.check_divisible(8, 4)
+    with pytest.raises(ValueError, match=r"num_envs = 8 or 12"):
+        ex.check_divisible(10, 4, what="envs")
+    padded = ex.pad_runs({"x": np.arange(6)}, 8)["x"]
     np.testing.assert_array_equal(padded, [0, 1, 2, 3, 4, 5, 5, 5])
 
 

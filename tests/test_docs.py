@@ -46,7 +46,7 @@ COVERED = (
     "marljax.train",
     "marljax.experiment",
     "marljax.sweep",
-    "marljax.distributed",
+    "marljax.execute",
     "marljax.checkpoint",
     "marljax.rundir",
     "marljax.evaluation",

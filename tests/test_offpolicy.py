@@ -31,7 +31,7 @@ from marljax.agents.sac import (
     temperature_loss,
     twin_critic_loss,
 )
-from marljax.distributed import ENVS_AXIS
+from marljax.execute import ENVS_AXIS
 from marljax.mixers import vdn_mix
 from marljax.replay import make_replay
 
