@@ -19,13 +19,22 @@ from marljax.agents.ppo import (
     make_ppo,
     mappo,
 )
+from marljax.agents.ppo.presets import PRESETS as _PPO_PRESETS
+from marljax.agents.presets import Preset, offered, preset
+from marljax.agents.qlearning import PRESETS as _Q_PRESETS
 from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
+from marljax.agents.sac import PRESETS as _SAC_PRESETS
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
 
 
 @dataclasses.dataclass(frozen=True)
 class AlgoSpec:
-    """How to build an algorithm: its static config class, traced hparams class and factory."""
+    """How to build an algorithm: its static config class, traced hparams class and factory.
+
+    `config_defaults` are the config values that make the algorithm what it is (e.g. QMIX's
+    mixer); `presets` are its published configurations by name (`marljax.agents.presets`), none
+    of which changes a value of `config_defaults`.
+    """
 
     name: str
     config_cls: type
@@ -33,6 +42,7 @@ class AlgoSpec:
     factory: Callable[[Any, Any, Any], Agent]  # (config, env, env_params) -> Agent
     config_defaults: dict = dataclasses.field(default_factory=dict)
     description: str = ""
+    presets: dict[str, Preset] = dataclasses.field(default_factory=dict)
 
 
 ALGORITHMS: dict[str, AlgoSpec] = {
@@ -43,6 +53,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_ppo,
         {"critic_input": "local"},
         "Independent PPO: decentralised actors, critic on each agent's observation.",
+        presets=_PPO_PRESETS["ippo"],
     ),
     "mappo": AlgoSpec(
         "mappo",
@@ -51,6 +62,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_ppo,
         {"critic_input": "global"},
         "Multi-agent PPO: decentralised actors, centralised critic on the global state.",
+        presets=_PPO_PRESETS["mappo"],
     ),
     "bn_mappo": AlgoSpec(
         "bn_mappo",
@@ -68,6 +80,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"critic_input": "local", **A2C_OVERRIDES},
         "IA2C: independent advantage actor-critic, PPO with one epoch, one minibatch, raw "
         "advantages and no value clipping (exactly A2C; Huang et al. 2022).",
+        presets=_PPO_PRESETS["ia2c"],
     ),
     "maa2c": AlgoSpec(
         "maa2c",
@@ -77,6 +90,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"critic_input": "global", **A2C_OVERRIDES},
         "MAA2C: advantage actor-critic with a centralised critic on the global state (PPO "
         "configured as A2C).",
+        presets=_PPO_PRESETS["maa2c"],
     ),
     "iql": AlgoSpec(
         "iql",
@@ -85,6 +99,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_q_learner,
         {"mixer": "none"},
         "Independent Q-learning with replay (value-based learner without a mixer).",
+        presets=offered(_Q_PRESETS, {"mixer": "none"}),
     ),
     "vdn": AlgoSpec(
         "vdn",
@@ -93,6 +108,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_q_learner,
         {"mixer": "vdn"},
         "VDN: Q_tot as the sum of per-agent values.",
+        presets=offered(_Q_PRESETS, {"mixer": "vdn"}),
     ),
     "qmix": AlgoSpec(
         "qmix",
@@ -101,6 +117,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_q_learner,
         {"mixer": "qmix"},
         "QMIX: monotonic hypernetwork mixing of per-agent values on the global state.",
+        presets=offered(_Q_PRESETS, {"mixer": "qmix"}),
     ),
     "mfpg": AlgoSpec(
         "mfpg",
@@ -119,6 +136,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"sequential": True},
         "HASAC: max-entropy off-policy actor-critic, twin centralised soft Q critic, agents' "
         "actors updated sequentially in a random order (Liu et al. 2024).",
+        presets=offered(_SAC_PRESETS, {"sequential": True}),
     ),
     "masac": AlgoSpec(
         "masac",
@@ -127,6 +145,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         make_sac,
         {"sequential": False},
         "MASAC: HASAC's learner with all agents' actors updated simultaneously.",
+        presets=offered(_SAC_PRESETS, {"sequential": False}),
     ),
 }
 
@@ -149,6 +168,7 @@ __all__ = [
     "Observation",
     "PPOConfig",
     "PPOHParams",
+    "Preset",
     "QConfig",
     "QHParams",
     "SACConfig",
@@ -165,6 +185,7 @@ __all__ = [
     "maa2c",
     "mappo",
     "masac",
+    "preset",
     "qmix",
     "vdn",
 ]

@@ -33,22 +33,6 @@ def check_parameter_mode(mode: str) -> None:
     check_choice("parameter_mode", mode, PARAMETER_MODES)
 
 
-def lookup_preset(presets: dict[str, tuple], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`(config overrides, hparams values)` of a named published configuration.
-
-    Args:
-      presets: `{name: (config overrides, hparams values, source)}` (an agent's `PRESETS`).
-      name: the preset.
-
-    Raises:
-      KeyError: an unknown name, listing the available ones.
-    """
-    if name not in presets:
-        raise KeyError(f"Unknown preset {name!r}; available: {sorted(presets)}")
-    config, hparams, _ = presets[name]
-    return dict(config), dict(hparams)
-
-
 def agent_inputs(x: Array, feature_rank: int, num_agents: int, add_id: bool) -> Array:
     """Flatten per-agent features and optionally append a one-hot agent id.
 
@@ -155,7 +139,6 @@ __all__ = [
     "init_per_agent",
     "data_mean",
     "data_shards",
-    "lookup_preset",
     "make_optimizer",
 ]
 

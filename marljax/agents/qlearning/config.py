@@ -10,6 +10,7 @@ import jax
 from flax import struct
 
 from marljax.agents import common
+from marljax.agents.presets import Preset, lookup
 from marljax.mixers import POSITIVE_MAPS
 from marljax.replay import ReplayState
 
@@ -178,9 +179,11 @@ _PYMARL_COMMON = dict(
     target="one_step",
 )
 
-#: named published configurations: (QConfig overrides, QHParams overrides, source).
-PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
-    "pymarl": (
+#: named published configurations (`marljax.agents.presets.Preset`). None sets `mixer`: the
+#: algorithm (iql / vdn / qmix) keeps its own.
+PRESETS: dict[str, Preset] = {
+    "pymarl": Preset(
+        "pymarl",
         {**_PYMARL_COMMON, "optimizer": "rmsprop", "recurrent": True},
         dict(
             lr=5e-4,
@@ -193,13 +196,15 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
         "PyMARL (Samvelyan et al. 2019) src/config/{default,algs/qmix}.yaml: RMSprop, 1-step "
         "double-Q targets, target copied every 200 episodes (one gradient step per episode).",
     ),
-    "epymarl": (
+    "epymarl": Preset(
+        "epymarl",
         {**_PYMARL_COMMON, "optimizer": "adam", "recurrent": False, "buffer_size": 40_000},
         dict(lr=5e-4, max_grad_norm=10.0, gamma=0.99, eps_anneal_steps=50_000.0),
         "EPyMARL (Papoudakis et al. 2021) src/config/algs/qmix.yaml: Adam, feed-forward agents, "
         "buffer 40k episodes (its reward standardisation is not reproduced; use reward_scale).",
     ),
-    "pymarl2": (
+    "pymarl2": Preset(
+        "pymarl2",
         {
             **_PYMARL_COMMON,
             "optimizer": "adam",
@@ -211,7 +216,8 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
         "PyMARL2 (Hu et al. 2021) src/config/algs/qmix.yaml: Adam lr 1e-3, TD(lambda=0.6), "
         "batch 128, epsilon annealed over 100k steps. The marljax defaults.",
     ),
-    "jaxmarl": (
+    "jaxmarl": Preset(
+        "jaxmarl",
         {
             **_PYMARL_COMMON,
             "optimizer": "radam",
@@ -233,8 +239,8 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
 
 def preset(name: str) -> tuple[dict[str, Any], QHParams]:
     """A published configuration: `(QConfig overrides, QHParams)`; see `PRESETS`."""
-    config, values = common.lookup_preset(PRESETS, name)
-    return config, QHParams(**values)
+    p = lookup(PRESETS, name, "the value-based learner (iql / vdn / qmix)")
+    return dict(p.config), QHParams(**p.hparams)
 
 
 def _choice(name: str, value: Any, choices: tuple) -> None:

@@ -13,6 +13,7 @@ from flax import struct
 
 from marljax import losses
 from marljax.agents import common
+from marljax.agents.presets import Preset, lookup
 from marljax.replay import ReplayState
 
 Array = jax.Array
@@ -150,22 +151,27 @@ class SACState:
     num_updates: Array  # [] int32
 
 
-#: named published configurations: (SACConfig overrides, SACHParams overrides, source).
-PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
-    "harl": (
-        {"sequential": True, "buffer_size": 1_000_000},
+#: named published configurations (`marljax.agents.presets.Preset`). Only `harl_masac` sets
+#: `sequential` (to False: MASAC); the others leave the update order to the algorithm (hasac:
+#: sequential, masac: simultaneous), so no preset turns HASAC into MASAC.
+PRESETS: dict[str, Preset] = {
+    "harl": Preset(
+        "harl",
+        {"buffer_size": 1_000_000},
         {},
         "HARL harl/configs/algos_cfgs/hasac.yaml (Liu et al. 2024): the marljax defaults with "
         "the published 1M-transition buffer.",
     ),
-    "harl_masac": (
+    "harl_masac": Preset(
+        "harl_masac",
         {"sequential": False, "buffer_size": 1_000_000},
         {},
-        "The same configuration with the simultaneous update (MASAC), the paper's ablation.",
+        "HARL harl/configs/algos_cfgs/hasac.yaml (Liu et al. 2024) with the simultaneous update "
+        "(MASAC), the paper's ablation; the same as `harl` under the masac algorithm.",
     ),
-    "harl_mpe": (
+    "harl_mpe": Preset(
+        "harl_mpe",
         {
-            "sequential": True,
             "auto_alpha": True,
             "critic_loss": "mse",
             "value_norm": False,
@@ -178,7 +184,8 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
         "ValueNorm; HARL clips no gradients. Its 20 envs x 1 gradient step per vector step is "
         "0.05 gradient steps per transition: with E envs use utd_ratio = E / 20 for that ratio.",
     ),
-    "sac_v2": (
+    "sac_v2": Preset(
+        "sac_v2",
         {
             "n_step": 1,
             "critic_loss": "mse",
@@ -196,8 +203,8 @@ PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
 
 def preset(name: str) -> tuple[dict[str, Any], SACHParams]:
     """A published configuration: `(SACConfig overrides, SACHParams)`; see `PRESETS`."""
-    config, values = common.lookup_preset(PRESETS, name)
-    return config, SACHParams(**values)
+    p = lookup(PRESETS, name, "HASAC / MASAC")
+    return dict(p.config), SACHParams(**p.hparams)
 
 
 def _choice(name: str, value: Any, choices: tuple) -> None:
