@@ -42,10 +42,10 @@ def test_continuous_off_policy_run_checkpoints_and_resumes_bitwise(tmp_path):
     args += ["--set", "rollout_len=8", "--set", "chunk_updates=4", "--set", "warmup_steps=32"]
     args += ["--set", "batch_size=8", "--set", "buffer_size=256", "--set", "hidden_sizes=16"]
     exp = cli.experiment_from_args(cli.build_parser().parse_args(args))
-    exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path)})
-    run_experiment(Experiment(**{**exp.__dict__, "name": "full"}), progress=False)
+    exp = exp.replace(out_dir=str(tmp_path))
+    run_experiment(exp.replace(name="full"), progress=False)
     cut = run_experiment(
-        Experiment(**{**exp.__dict__, "name": "cut"}), progress=False, stop_after_chunks=2
+        exp.replace(name="cut"), progress=False, stop_after_chunks=2
     )
     assert cut.metrics["episode_return"].shape[-1] == 8
     assert cli.main(["train", "--resume", cut.run_dir, "--no-progress"]) == 0

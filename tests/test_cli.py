@@ -84,7 +84,7 @@ def test_resume_skips_a_damaged_newest_checkpoint(tmp_path, finished_run, capsys
     to it, no gap) and ends with the uninterrupted run's numbers."""
     args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
     exp = cli.experiment_from_args(args)
-    exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path), "name": "dmg"})
+    exp = exp.replace(out_dir=str(tmp_path), name="dmg")
     partial = run_experiment(exp, progress=False, stop_after_chunks=2)  # checkpoints 2 and 4
     newest = os.path.join(partial.run_dir, "checkpoints", "4")
     for root, _, files in os.walk(newest):
@@ -105,7 +105,7 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, finished_run, 
     """`marljax train --resume RUN_DIR` alone: the run's own config, the same final numbers."""
     args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
     exp = cli.experiment_from_args(args)
-    exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path), "name": "cut"})
+    exp = exp.replace(out_dir=str(tmp_path), name="cut")
     partial = run_experiment(exp, progress=False, stop_after_chunks=1)
     assert partial.metrics["episode_return"].shape[-1] == 2  # one chunk of 2 updates
     # --check-finite is a choice of each invocation, not part of the static configuration.
@@ -461,7 +461,7 @@ def test_run_directories_know_whose_they_are(tmp_path, capsys, finished_run):
 def test_resume_with_changed_hparams_only_on_purpose(tmp_path, capsys):
     args = cli.build_parser().parse_args(["train", *SMALL_ARGS])
     exp = cli.experiment_from_args(args)
-    exp = Experiment(**{**exp.__dict__, "out_dir": str(tmp_path), "name": "lr"})
+    exp = exp.replace(out_dir=str(tmp_path), name="lr")
     partial = run_experiment(exp, progress=False, stop_after_chunks=1)
     resume = ["train", "--resume", partial.run_dir, "--set", "lr=1e-4", "--no-progress"]
     code, _, err = run_cli(resume, capsys)

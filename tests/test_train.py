@@ -95,9 +95,11 @@ def test_grid_times_seeds_compiles_once():
     assert metrics["episode_return"].shape == (4, 3, TINY_RUN.num_updates)
     # hparams really reach the program: different learning rates give different parameters.
     assert not np.array_equal(metrics["policy_loss"][0], metrics["policy_loss"][2])
-    # The library's `sweep` gives the same numbers as the hand-written vmap.
+    # The library's `sweep` (one flat vmap over the 12 runs) gives the hand-written nested
+    # vmap's numbers: the same play, losses equal up to float32 reduction order.
     _, swept = sweep(trainer, keys, grid)
-    np.testing.assert_array_equal(swept["policy_loss"], metrics["policy_loss"])
+    np.testing.assert_array_equal(swept["episode_return"], metrics["episode_return"])
+    np.testing.assert_allclose(swept["policy_loss"], metrics["policy_loss"], rtol=1e-4, atol=1e-7)
 
 
 def test_seed_vmapped_program_has_no_lapack_call(climbing):
