@@ -301,7 +301,6 @@ def test_validate_params_accepts_both_ends_of_every_documented_range(env_id):
         env.validate_params(_corner(base, ranges, end))
 
 
-
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_random_params_and_actions_keep_the_env_valid(env_id, case_count):
     env, params = marljax.make(env_id)
