@@ -2,9 +2,9 @@
 
 Configs are frozen dataclasses (static structure) or `flax.struct` dataclasses (traced
 hyperparameters). Loading rejects unknown keys with the close matches, values of the wrong
-type with the expected type, non-finite numbers, integers outside int32 and values outside their field's valid range,
-before anything is compiled. Every error is a `ConfigError` (a `ValueError`) whose message names
-the key.
+type with the expected type, non-finite numbers, integers outside int32 and values outside
+their field's valid range, before anything is compiled. Every error is a `ConfigError` (a
+`ValueError`) whose message names the key.
 
 Each class declares its own fields' ranges and help with `param`, in the field's metadata, so no
 table outside a class knows its field names:
