@@ -2,9 +2,19 @@
 
 Configs are frozen dataclasses (static structure) or `flax.struct` dataclasses (traced
 hyperparameters). Loading rejects unknown keys with the close matches, values of the wrong
-type with the expected type, non-finite numbers, integers outside int32 and hyperparameters
-outside their valid range (`HPARAM_RANGES`, or a config class's own `RANGES`), before anything
-is compiled. Every error is a `ConfigError` (a `ValueError`) whose message names the key.
+type with the expected type, non-finite numbers, integers outside int32 and values outside
+their field's valid range, before anything is compiled. Every error is a `ConfigError` (a
+`ValueError`) whose message names the key.
+
+Each class declares its own fields' ranges and help with `param`, in the field's metadata, so no
+table outside a class knows its field names:
+
+    @struct.dataclass
+    class MyHParams:
+        lr: Any = param(3e-4, lo=0.0, lo_open=True, help="Adam learning rate.")
+        gamma: Any = param(0.99, lo=0.0, hi=1.0, help="discount.")
+
+`ranges_of(cls)` and `help_of(cls)` read that metadata back.
 """
 
 from __future__ import annotations
@@ -48,26 +58,44 @@ class Range(NamedTuple):
         return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}]"
 
 
-#: Valid ranges of hyperparameters by name, shared by every algorithm (an hparams or config
-#: class may add or override entries with a class attribute `RANGES: dict[str, Range]`).
-HPARAM_RANGES: dict[str, Range] = {
-    "lr": Range(0.0, None, lo_open=True),
-    "gamma": Range(0.0, 1.0),
-    "gae_lambda": Range(0.0, 1.0),
-    "td_lambda": Range(0.0, 1.0),
-    "clip_eps": Range(0.0),
-    "value_clip_eps": Range(0.0),
-    "ent_coef": Range(0.0),
-    "vf_coef": Range(0.0),
-    "max_grad_norm": Range(0.0, None, lo_open=True),
-    "adam_eps": Range(0.0, None, lo_open=True),
-    "opt_eps": Range(0.0, None, lo_open=True),
-    "eps_start": Range(0.0, 1.0),
-    "eps_finish": Range(0.0, 1.0),
-    "eps_anneal_steps": Range(0.0),
-    "tau": Range(0.0, 1.0),
-    "rmsprop_decay": Range(0.0, 1.0),
-}
+#: keys of a field's metadata written by `param` and read by `ranges_of` and `help_of`.
+RANGE_KEY, HELP_KEY = "range", "help"
+
+
+def param(
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Any = dataclasses.MISSING,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    help: str = "",  # noqa: A002  (the argparse spelling)
+) -> Any:
+    """A dataclass field with its valid range and a one-line help text in its metadata.
+
+    Works in frozen dataclasses and in `flax.struct.dataclass`es (the field stays a pytree
+    node: flax reads `metadata["pytree_node"]`, True when absent).
+
+    Args:
+      default: the default value.
+      default_factory: a zero-argument callable giving the default (instead of `default`).
+      lo: smallest valid value (None: unbounded below).
+      hi: largest valid value (None: unbounded above).
+      lo_open: `lo` itself is invalid (`x > lo`).
+      help: one line for `--help` and docs, e.g. `"discount."`.
+
+    Returns:
+      A `dataclasses.field` whose metadata is `{"range": Range | None, "help": str}`.
+
+    Raises:
+      ValueError: `lo > hi`.
+    """
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"param range is empty: lo={lo} > hi={hi}")
+    bounded = lo is not None or hi is not None
+    metadata = {RANGE_KEY: Range(lo, hi, lo_open) if bounded else None, HELP_KEY: help}
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
+
 
 _INT32 = 2**31
 
@@ -182,11 +210,20 @@ def _parse_int(raw: Any, name: str) -> int:
 
 
 def ranges_of(cls_or_obj: Any) -> dict[str, Range]:
-    """The valid ranges of a config class's fields: `HPARAM_RANGES` updated by its `RANGES`."""
-    names = set(field_names(cls_or_obj))
-    own = getattr(cls_or_obj, "RANGES", None) or {}
-    merged = {**HPARAM_RANGES, **own}
-    return {k: Range(*v) for k, v in merged.items() if k in names}
+    """The valid ranges of a dataclass's fields, from their metadata (see `param`).
+
+    Fields without a range (or defined without `param`) are left out.
+    """
+    return {
+        f.name: f.metadata[RANGE_KEY]
+        for f in dataclasses.fields(cls_or_obj)
+        if f.metadata.get(RANGE_KEY) is not None
+    }
+
+
+def help_of(cls_or_obj: Any) -> dict[str, str]:
+    """`{field: one-line help}` of a dataclass, in field order ("" where none was given)."""
+    return {f.name: f.metadata.get(HELP_KEY, "") for f in dataclasses.fields(cls_or_obj)}
 
 
 def check_ranges(obj: Any, where: str, keys: typing.Iterable[str] | None = None) -> None:
@@ -208,7 +245,9 @@ def check_ranges(obj: Any, where: str, keys: typing.Iterable[str] | None = None)
             continue  # arrays (already stacked grids) are checked value by value by callers
         if not math.isfinite(number):
             raise ConfigError(f"{where}.{key} must be a finite number, got {value!r}")
-        ranges[key].check(number, f"{where}.{key}")
+        # report ints as given (`got 0`, not `got 0.0`); arrays and numpy scalars as floats
+        shown = value if isinstance(value, (int, float)) else number
+        ranges[key].check(shown, f"{where}.{key}")
 
 
 def replace_checked(obj: Any, values: dict[str, Any], where: str) -> Any:

@@ -320,6 +320,14 @@ def test_register_jaxmarl_envs_is_explicit(monkeypatch):
     assert register_jaxmarl_envs(["MPE_simple_spread_v3"]) == []
 
 
+def test_jaxmarl_ids_resolve_without_registering():
+    env, params = marljax.make("jaxmarl/MPE_simple_spread_v3", num_agents=4, max_steps=10)
+    assert env.num_agents == 4 and int(params.max_steps) == 10
+    assert env.native_episode_len == 26  # JaxMARL's own limit: max_steps=25, plus one
+    assert registry.spec("jaxmarl/MPE_simple_spread_v3").env_id == "jaxmarl/MPE_simple_spread_v3"
+    assert not any(i.startswith("jaxmarl/") for i in marljax.registered_envs())
+
+
 # ------------------------------------------------------------------------- marljax -> PettingZoo
 
 PZ_ENVS = [

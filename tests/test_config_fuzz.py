@@ -201,7 +201,6 @@ def test_bad_env_options_fail_naming_the_option(env_kwargs, key):
 
 # ----------------------------------------------------------------------------- fuzzing
 
-HP_KEYS = sorted(cfg.HPARAM_RANGES)
 WEIRD = st.one_of(
     st.none(),
     st.booleans(),
@@ -287,8 +286,73 @@ def test_fuzzed_set_strings_never_crash(items):
 def test_valid_hparams_inside_every_range_are_accepted():
     for algo, spec in ALGORITHMS.items():
         hp = spec.hparams_cls()
-        for key, rng in cfg.ranges_of(hp).items():
+        ranges = cfg.ranges_of(hp)
+        assert "gamma" in ranges, f"{algo}: no range read from {type(hp).__name__}'s fields"
+        for key, rng in ranges.items():
             lo = rng.lo if rng.lo is not None else -1.0
             value = lo + (1e-3 if rng.lo_open else 0.0)
             out = cfg.replace_checked(hp, {key: value}, "hparams")
             assert float(getattr(out, key)) == pytest.approx(value), (algo, key)
+
+
+# ----------------------------------------------------------------------------- field metadata
+
+
+def test_every_agent_config_and_hparams_field_has_help():
+    for algo, spec in ALGORITHMS.items():
+        for cls in (spec.config_cls, spec.hparams_cls):
+            helps = cfg.help_of(cls)
+            assert list(helps) == cfg.field_names(cls)
+            missing = [k for k, text in helps.items() if not text.strip()]
+            assert not missing, f"{algo}: {cls.__name__} fields without help: {missing}"
+            assert all("\n" not in text for text in helps.values()), cls.__name__
+
+
+def test_param_ranges_and_help_live_in_the_class_not_in_a_table():
+    """A class unknown to marljax declares its own ranges; flax keeps the fields as leaves."""
+    import dataclasses
+
+    import jax
+    from flax import struct
+
+    @struct.dataclass
+    class HP:
+        gamma: float = cfg.param(0.9, lo=0.0, hi=1.0, help="discount.")
+        rate: float = cfg.param(0.1, lo=0.0, lo_open=True, help="step size.")
+        note: float = cfg.param(1.0)
+
+    @dataclasses.dataclass(frozen=True)
+    class Static:
+        widths: tuple = cfg.param(default_factory=lambda: (8,), help="layer widths.")
+        steps: int = cfg.param(3, lo=1, help="steps.")
+
+    assert cfg.ranges_of(HP) == {"gamma": cfg.Range(0.0, 1.0), "rate": cfg.Range(0.0, None, True)}
+    assert cfg.help_of(HP()) == {"gamma": "discount.", "rate": "step size.", "note": ""}
+    assert jax.tree.leaves(HP()) == [0.9, 0.1, 1.0]  # traced leaves, not static metadata
+    fails_clearly(lambda: cfg.replace_checked(HP(), {"gamma": 1.5}, "hp"), "hp.gamma")
+    fails_clearly(lambda: cfg.replace_checked(HP(), {"rate": 0}, "hp"), "hp.rate")
+    assert float(cfg.replace_checked(HP(), {"note": -7}, "hp").note) == -7.0
+    assert Static().widths == (8,) and cfg.ranges_of(Static) == {"steps": cfg.Range(1.0)}
+    fails_clearly(lambda: cfg.replace_checked(Static(), {"steps": 0}, "agent"), "agent.steps")
+    with pytest.raises(ValueError, match="lo=2"):
+        cfg.param(0, lo=2, hi=1)
+    assert not hasattr(cfg, "HPARAM_RANGES")
+
+
+@pytest.mark.parametrize(
+    "algo,where,key,value",
+    [
+        ("hasac", "hparams", "actor_lr", 0.0),
+        ("hasac", "hparams", "init_alpha", -1.0),
+        ("qmix", "hparams", "eps_finish", 1.5),
+        ("ippo", "hparams", "gae_lambda", -0.1),
+        ("qmix", "agent", "learning_starts", -1),
+        ("hasac", "agent", "utd_ratio", 0.0),
+        ("mappo", "agent", "num_minibatches", 0),
+    ],
+)
+def test_out_of_range_fields_fail_naming_the_key(algo, where, key, value):
+    spec = ALGORITHMS[algo]
+    obj = spec.hparams_cls() if where == "hparams" else spec.config_cls(**spec.config_defaults)
+    err = fails_clearly(lambda: cfg.replace_checked(obj, {key: value}, where), key)
+    assert "must be" in str(err)

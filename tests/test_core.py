@@ -171,6 +171,39 @@ def test_static_and_params_overrides():
     assert ts.obs.shape == (1, 2)
 
 
+def test_make_validates_the_overridden_params_once(monkeypatch):
+    seen = []
+
+    def validate(self, params):
+        seen.append(int(params.goal))
+        if int(params.goal) < 0:
+            raise ValueError(f"goal must be >= 0, got {int(params.goal)}")
+
+    monkeypatch.setattr(CountingEnv, "validate_params", validate)
+    marljax.make(TOY_ID, goal=4)
+    assert seen == [4]  # once, after the overrides were applied
+    with pytest.raises(ValueError, match="goal must be >= 0"):
+        marljax.make(TOY_ID, goal=-1)
+
+
+def test_register_family_resolves_unregistered_ids(monkeypatch):
+    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))  # restored after
+
+    def resolve(name):
+        if name != "two":
+            raise KeyError(f"no toy {name!r}")
+        return registry.EnvSpec(f"toy/{name}", CountingEnv, {"num_agents": 2}, {"goal": 5})
+
+    registry.register_family("toy", resolve)
+    env, params = marljax.make("toy/two", max_steps=3)
+    assert env.num_agents == 2 and int(params.goal) == 5 and int(params.max_steps) == 3
+    assert "toy/two" not in marljax.registered_envs()
+    with pytest.raises(KeyError, match="no toy 'three'"):
+        marljax.make("toy/three")
+    with pytest.raises(KeyError, match="Unknown environment id 'toys/two'"):
+        marljax.make("toys/two")  # no resolver for that family
+
+
 @pytest.mark.parametrize(
     "bad_id",
     ["counting-v0", "testing/counting", "Testing/counting-v0", "testing/counting-v", "a/b/c-v0"],

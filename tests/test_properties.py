@@ -85,20 +85,36 @@ def _ranges(env, params) -> dict[str, tuple[float, float]]:
 def _field_strategy(default: np.ndarray, lo: float, hi: float):
     """Values of one params field: its default's shape and dtype, elements in `[lo, hi]`."""
     dtype = default.dtype
+    lo, hi = _ends(dtype, lo, hi)
     if dtype == np.bool_:
         elements = st.integers(int(lo), int(hi)).map(bool)
     elif np.issubdtype(dtype, np.integer):
-        elements = st.integers(int(np.ceil(lo)), int(np.floor(hi)))
+        elements = st.integers(int(lo), int(hi))
     else:
-        lo32, hi32 = np.float32(lo), np.float32(hi)
-        if lo32 < lo:  # the range's ends as float32 values inside it
-            lo32 = np.nextafter(lo32, np.float32(np.inf))
-        if hi32 > hi:
-            hi32 = np.nextafter(hi32, np.float32(-np.inf))
-        elements = st.floats(
-            float(lo32), float(hi32), allow_nan=False, allow_infinity=False, width=32
-        )
+        elements = st.floats(float(lo), float(hi), allow_nan=False, allow_infinity=False, width=32)
     return hnp.arrays(dtype, default.shape, elements=elements)
+
+
+def _ends(dtype: np.dtype, lo: float, hi: float) -> tuple[float, float]:
+    """The smallest and largest values of `dtype` inside `[lo, hi]` (integers for int/bool)."""
+    if dtype == np.bool_ or np.issubdtype(dtype, np.integer):
+        return float(np.ceil(lo)), float(np.floor(hi))
+    lo32, hi32 = np.float32(lo), np.float32(hi)
+    if lo32 < lo:  # the range's ends as float32 values inside it
+        lo32 = np.nextafter(lo32, np.float32(np.inf))
+    if hi32 > hi:
+        hi32 = np.nextafter(hi32, np.float32(-np.inf))
+    return float(lo32), float(hi32)
+
+
+def _corner(base, ranges, end: int):
+    """`base` with every field of `ranges` at the low (`end=0`) or high (`end=1`) end."""
+    values = {}
+    for name, (lo, hi) in ranges.items():
+        default = np.asarray(getattr(base, name))
+        value = _ends(default.dtype, lo, hi)[end]
+        values[name] = np.full(default.shape, value).astype(default.dtype)
+    return base.replace(**values)
 
 
 def _params_strategy(base, ranges):
@@ -270,6 +286,19 @@ def _describe(params) -> str:
 
 
 # ------------------------------------------------------------------------------ the test
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_validate_params_accepts_both_ends_of_every_documented_range(env_id):
+    """`param_ranges` documents what may vary; `validate_params` (the only check) accepts it.
+
+    Host-side and compile-free: every ranged field at its low end, then at its high end.
+    """
+    env, params = marljax.make(env_id)
+    base = _host_params(params)
+    ranges = _ranges(env, base)
+    for end in (0, 1):
+        env.validate_params(_corner(base, ranges, end))
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -432,7 +432,7 @@ def test_mark_cooperation_and_composition():
 
 
 def test_validate_params_hook():
-    # `marljax.make` calls `env.validate_params(params)`; direct construction bypasses `replace`.
+    # `marljax.make` calls `env.validate_params(params)`, the only check: `replace` is flax's own.
     for env_id, field, bad in [
         ("social/coin_game-v0", "max_steps", 0),
         ("social/public_goods-v0", "multiplier", -2.0),
@@ -444,3 +444,8 @@ def test_validate_params_hook():
         env.validate_params(params)
         with pytest.raises(ValueError, match=field):
             env.validate_params(type(params)(**{**vars(params), field: bad}))
+        replaced = params.replace(**{field: bad})  # no hidden validation in `replace`
+        with pytest.raises(ValueError, match=field):
+            env.validate_params(replaced)
+        with pytest.raises(ValueError, match=field):
+            marljax.make(env_id, **{field: bad})

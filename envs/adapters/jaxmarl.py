@@ -51,6 +51,7 @@ episode ends the adapter reproduces `jaxmarl_env.step(key, state, actions)` exac
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from typing import Any
@@ -61,6 +62,7 @@ import numpy as np
 from flax import struct
 
 from marljax.core import spaces
+from marljax.core.registry import EnvSpec, MissingDependencyError
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
 
 __all__ = [
@@ -68,9 +70,30 @@ __all__ = [
     "JaxMARLParams",
     "JaxMARLState",
     "from_jaxmarl",
+    "jaxmarl_spec",
     "native_episode_len",
     "register_jaxmarl_envs",
 ]
+
+#: the pyproject extra that installs JaxMARL.
+JAXMARL_EXTRA = "bench"
+
+
+def import_jaxmarl(what: str) -> Any:
+    """`import jaxmarl`, or a `MissingDependencyError` saying how to install it.
+
+    Args:
+      what: what needs JaxMARL, for the message (e.g. `"jaxmarl/MPE_simple_spread_v3"`).
+    """
+    try:
+        import jaxmarl
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"{what} needs JaxMARL, which is not installed ({err}): install it with "
+            f"`pip install 'marljax[{JAXMARL_EXTRA}]'` (or `pip install jaxmarl`)",
+            name="jaxmarl",
+        ) from None
+    return jaxmarl
 
 
 @struct.dataclass
@@ -576,8 +599,7 @@ def from_jaxmarl(
       Rutherford et al., "JaxMARL: Multi-Agent RL Environments and Algorithms in JAX", 2024.
     """
     if isinstance(jaxmarl_env_or_name, str):
-        import jaxmarl
-
+        jaxmarl = import_jaxmarl(f"from_jaxmarl({jaxmarl_env_or_name!r})")
         jm = jaxmarl.make(jaxmarl_env_or_name, **kwargs)
     else:
         if kwargs:
@@ -603,7 +625,9 @@ def register_jaxmarl_envs(names: list[str] | None = None) -> list[str]:
     """Register JaxMARL envs in the marljax registry as `jaxmarl/<Name>-v0` (explicit opt-in).
 
     Never called at import: JaxMARL is optional, and the conformance test runs `check_env` on
-    every registered id. `marljax.make("jaxmarl/MPE_simple_spread_v3-v0", max_steps=10)` then
+    every registered id. Not needed for `marljax.make("jaxmarl/<name>")`, which resolves any
+    JaxMARL name without registering it (`jaxmarl_spec`); registering lists the ids in
+    `marljax envs`. `marljax.make("jaxmarl/MPE_simple_spread_v3-v0", max_steps=10)` then
     works; constructor keywords of the JaxMARL class are static overrides, except `max_steps`,
     which sets the traced `params.max_steps` (it can only shorten episodes).
 
@@ -613,10 +637,9 @@ def register_jaxmarl_envs(names: list[str] | None = None) -> list[str]:
     Returns:
       The ids newly registered (ids already present are skipped).
     """
-    import jaxmarl
-
     from marljax.core import registry
 
+    jaxmarl = import_jaxmarl("register_jaxmarl_envs")
     names = list(jaxmarl.registered_envs) if names is None else list(names)
     new = []
     for name in names:
@@ -632,12 +655,48 @@ def register_jaxmarl_envs(names: list[str] | None = None) -> list[str]:
     return new
 
 
+def jaxmarl_spec(name: str) -> EnvSpec:
+    """The spec of the id `jaxmarl/<name>`: JaxMARL's `<name>` through `from_jaxmarl`.
+
+    `marljax.make("jaxmarl/MPE_simple_spread_v3", num_agents=4, max_steps=10)` resolves here
+    (the registry's `jaxmarl` family; nothing is registered). Overrides are split as for
+    `register_jaxmarl_envs`: the JaxMARL class's constructor keywords and `keep_infos` are
+    static, `max_steps` sets the traced `params.max_steps` (it can only shorten episodes).
+
+    Args:
+      name: a name of `jaxmarl.registered_envs` (a trailing `-v0`, as in the ids of
+        `register_jaxmarl_envs`, is accepted).
+
+    Raises:
+      MissingDependencyError: JaxMARL is not installed (names the extra to install).
+      KeyError: JaxMARL has no env of that name (lists close matches).
+    """
+    env_id = f"jaxmarl/{name}"
+    jaxmarl = import_jaxmarl(env_id)
+    names = list(jaxmarl.registered_envs)
+    if name not in names and name.endswith("-v0") and name[: -len("-v0")] in names:
+        name = name[: -len("-v0")]
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=5, cutoff=0.4)
+        hint = f" Did you mean: {', '.join(f'jaxmarl/{c}' for c in close)}?" if close else ""
+        raise KeyError(
+            f"Unknown environment id {env_id!r}: JaxMARL has no env {name!r}.{hint} "
+            f"JaxMARL's envs: {', '.join(names)}."
+        )
+    return EnvSpec(
+        env_id,
+        _entry_point(name),
+        description=f"JaxMARL {name} through marljax.envs.adapters.from_jaxmarl",
+    )
+
+
 def _entry_point(name: str):
     """A constructor whose signature is the JaxMARL class's (so `make` can split overrides)."""
 
     def build(**kwargs: Any) -> JaxMARLEnv:
         return from_jaxmarl(name, **kwargs)[0]
 
+    adapter = inspect.Parameter("keep_infos", inspect.Parameter.KEYWORD_ONLY, default=False)
     params = []
     try:
         import jaxmarl.registration as reg
@@ -650,6 +709,7 @@ def _entry_point(name: str):
                     params.append(p.replace(kind=p.KEYWORD_ONLY))
     except Exception:  # noqa: BLE001  (no signature: only params overrides are accepted)
         params = []
+    params = [p for p in params if p.name != adapter.name] + [adapter]
     build.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     build.__name__ = f"jaxmarl_{name}"
     return build
@@ -669,6 +729,8 @@ def _jaxmarl_class(reg: Any, name: str) -> Any:
         "MPE_simple_reference_v3": "SimpleReferenceMPE",
         "switch_riddle": "SwitchRiddle",
         "SMAX": "SMAX",
+        "HeuristicEnemySMAX": "HeuristicEnemySMAX",
+        "LearnedPolicyEnemySMAX": "LearnedPolicyEnemySMAX",
         "storm": "InTheGrid",
         "storm_2p": "InTheGrid_2p",
         "storm_np": "InTheMatrix",

@@ -27,7 +27,6 @@ from marljax.envs.social.coin_game import (
     CoinGameParams,
     CoinGameState,
     check_param,
-    validating_replace,
 )
 from marljax.envs.social.mechanisms import (
     DirectPunishment,
@@ -194,5 +193,4 @@ __all__ = [
     "make_public_goods_third_party",
     "make_repeated_stag_hunt",
     "public_goods_payoff",
-    "validating_replace",
 ]

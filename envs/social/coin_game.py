@@ -275,24 +275,3 @@ def check_param(params, name: str, ok, message: str) -> None:
         return
     if not bool(np.all(ok(arr))):
         raise ValueError(f"{type(params).__name__}.{name} {message}, got {arr.tolist()}")
-
-
-def validating_replace(cls: type, check) -> None:
-    """Make `cls.replace` run `check(new_params)` so bad overrides fail at `make` time.
-
-    `marljax.make` applies overrides with `params.replace(...)`; with this, impossible values
-    raise a clear `ValueError` there, before anything is compiled. Traced values are skipped.
-    """
-    plain = cls.replace
-
-    def replace(self, **updates):
-        new = plain(self, **updates)
-        check(new)
-        return new
-
-    replace.__doc__ = plain.__doc__
-    cls.replace = replace
-    cls._param_check = check
-
-
-validating_replace(CoinGameParams, check_coin_game_params)

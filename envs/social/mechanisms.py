@@ -45,7 +45,7 @@ from flax import struct
 from marljax.core import spaces
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
 from marljax.core.wrappers import Wrapper
-from marljax.envs.social.coin_game import check_param, validating_replace
+from marljax.envs.social.coin_game import check_param
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -67,8 +67,8 @@ def extend_params(
       inner_cls: the inner env's params class.
       name: the wrapper's name (the class is named `<name><inner_cls.__name__>`).
       fields: new field name -> default value (must not exist in `inner_cls`).
-      check: validation of concrete values, run by `replace` (so overrides fail at `make` time)
-        after the inner class's own check.
+      check: validation of the new fields' concrete values (kept as `cls._param_check`); the
+        wrapper's `validate_params` runs the inner env's `validate_params`, then this.
 
     Returns:
       The derived params class.
@@ -87,18 +87,25 @@ def extend_params(
     namespace.update(fields)
     namespace["__doc__"] = f"{inner_cls.__name__} plus the traced fields of {name}: {list(fields)}."
     cls = struct.dataclass(type(f"{name}{inner_cls.__name__}", (inner_cls,), namespace))
-    inner_check = getattr(inner_cls, "_param_check", None)
-
-    def full_check(params):
-        if inner_check is not None:
-            inner_check(params)
-        if check is not None:
-            check(params)
-
-    validating_replace(cls, full_check)
-    cls._param_check = full_check
+    cls._param_check = check
     _DERIVED[key] = cls
     return cls
+
+
+def validate_extended(inner: Environment, cls: type, params: EnvParams) -> None:
+    """The inner env's `validate_params`, then the check of the fields `extend_params` added.
+
+    Args:
+      inner: the wrapped env (it reads its own fields of `params` unchanged).
+      cls: the derived params class (from `extend_params`).
+      params: concrete params of the wrapper.
+
+    Raises:
+      ValueError: naming the first field that holds an impossible value.
+    """
+    inner.validate_params(params)
+    if cls._param_check is not None:
+        cls._param_check(params)
 
 
 def _derive(params: EnvParams, cls: type, values: dict[str, Any]) -> EnvParams:
@@ -170,7 +177,7 @@ class _ParamsWrapper(Wrapper):
 
     def validate_params(self, params) -> None:
         """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
-        self._params_cls._param_check(params)
+        validate_extended(self._env, self._params_cls, params)
 
 
 @struct.dataclass
@@ -662,7 +669,7 @@ class PartnerSelection(Environment):
 
     def validate_params(self, params) -> None:
         """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
-        self._params_cls._param_check(params)
+        validate_extended(self._env, self._params_cls, params)
 
     def reset(self, key: PRNGKey, params) -> tuple[PartnerSelectionState, TimeStep]:
         del key

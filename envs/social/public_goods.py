@@ -18,7 +18,7 @@ from flax import struct
 
 from marljax.core import spaces
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
-from marljax.envs.social.coin_game import check_param, validating_replace
+from marljax.envs.social.coin_game import check_param
 
 
 @struct.dataclass
@@ -50,9 +50,6 @@ def check_public_goods_params(params: PublicGoodsParams) -> None:
     check_param(
         params, "cooperation_threshold", lambda v: (v >= 0) & (v <= 1), "must lie in [0, 1]"
     )
-
-
-validating_replace(PublicGoodsParams, check_public_goods_params)
 
 
 @struct.dataclass

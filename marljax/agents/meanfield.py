@@ -54,6 +54,7 @@ from marljax.agents.ppo import (
     PPONetworks,
     make_ppo,
 )
+from marljax.config import param
 from marljax.core.types import Environment, EnvParams
 
 
@@ -67,8 +68,12 @@ class MFPGConfig(PPOConfig):
     is PPO's.
     """
 
-    critic_input: CriticInput = "global"
-    parameter_mode: ParameterMode = "shared"
+    critic_input: CriticInput = param(
+        "global", help='must stay "global": the critic reads the mean field.'
+    )
+    parameter_mode: ParameterMode = param(
+        "shared", help='must stay "shared": one actor for every agent, for any swarm size.'
+    )
 
     def __post_init__(self):
         super().__post_init__()

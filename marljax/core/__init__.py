@@ -1,7 +1,15 @@
 """marljax.core: the environment contract (types, spaces, registry, wrappers)."""
 
 from marljax.core import spaces
-from marljax.core.registry import EnvSpec, make, register, registered_envs, spec
+from marljax.core.registry import (
+    EnvSpec,
+    MissingDependencyError,
+    make,
+    register,
+    register_family,
+    registered_envs,
+    spec,
+)
 from marljax.core.types import Environment, EnvParams, TimeStep, default_global_state
 from marljax.core.wrappers import (
     AutoReset,
@@ -22,6 +30,7 @@ __all__ = [
     "Environment",
     "EpisodeStats",
     "InvalidActionError",
+    "MissingDependencyError",
     "ObsHistory",
     "TimeStep",
     "ValidateActions",
@@ -29,6 +38,7 @@ __all__ = [
     "default_global_state",
     "make",
     "register",
+    "register_family",
     "registered_envs",
     "spaces",
     "spec",

@@ -3,7 +3,12 @@
 An id maps to an entry point (a callable returning an `Environment`) and default static keyword
 arguments. `make` splits user overrides into *static* constructor arguments (shape-determining,
 e.g. `num_agents`) and *params* fields (traced, e.g. payoffs or episode length); anything else is
-an error that lists the close matches.
+an error that lists the close matches. It then calls `env.validate_params(params)` once, the one
+place where impossible values are rejected.
+
+A *family resolver* (`register_family`) builds specs on demand for ids that are not registered
+one by one: `make("jaxmarl/MPE_simple_spread_v3")` resolves any JaxMARL name through
+`marljax.envs.adapters.jaxmarl`. Resolved ids are not listed by `registered_envs`.
 """
 
 from __future__ import annotations
@@ -33,7 +38,20 @@ class EnvSpec:
     description: str = ""
 
 
+class MissingDependencyError(ModuleNotFoundError, KeyError):
+    """An env id needs an optional package that is not installed; the message says what to install.
+
+    A `ModuleNotFoundError` for Python callers, and a `KeyError` like an unknown id, so the CLI and
+    the experiment loader report it in one line.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 _REGISTRY: dict[str, EnvSpec] = {}
+#: family -> resolver building the `EnvSpec` of `family/<name>` from `<name>` (see `spec`).
+_FAMILIES: dict[str, Callable[[str], EnvSpec]] = {}
 
 
 def register(
@@ -61,6 +79,17 @@ def register(
     )
 
 
+def register_family(family: str, resolve: Callable[[str], EnvSpec]) -> None:
+    """Resolve unregistered ids `family/<name>` on demand with `resolve(name) -> EnvSpec`.
+
+    Args:
+      family: the id prefix before the slash, e.g. `"jaxmarl"`.
+      resolve: builds the spec of one name; raises `KeyError` for an unknown name (listing close
+        matches) and `MissingDependencyError` when an optional package is missing.
+    """
+    _FAMILIES[family] = resolve
+
+
 def registered_envs() -> list[str]:
     """All registered ids, sorted."""
     _ensure_builtin()
@@ -68,8 +97,15 @@ def registered_envs() -> list[str]:
 
 
 def spec(env_id: str) -> EnvSpec:
-    """The `EnvSpec` of an id; unknown ids raise `KeyError` listing close matches."""
+    """The `EnvSpec` of an id; unknown ids raise `KeyError` listing close matches.
+
+    Registered ids come first; an unregistered `family/<name>` whose family has a resolver
+    (`register_family`, e.g. `jaxmarl/<name>`) is resolved on demand.
+    """
     _ensure_builtin()
+    family, _, name = env_id.partition("/")
+    if env_id not in _REGISTRY and name and family in _FAMILIES:
+        return _FAMILIES[family](name)
     if env_id not in _REGISTRY:
         close = difflib.get_close_matches(env_id, list(_REGISTRY), n=5, cutoff=0.4)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -93,7 +129,9 @@ def make(env_id: str, debug: bool = False, **overrides: Any) -> tuple[Environmen
     """Build a registered environment and its parameters.
 
     Args:
-      env_id: a registered id, e.g. `"matrix/climbing-v0"`.
+      env_id: a registered id, e.g. `"matrix/climbing-v0"`, or `"jaxmarl/<name>"` for a
+        JaxMARL env through the adapter (its constructor keywords are static overrides;
+        `max_steps` is the traced time limit, which can only shorten JaxMARL's episodes).
       debug: wrap the env in `ValidateActions`, which raises an error naming the agent when an
         action is outside the action space or masked.
       **overrides: static constructor arguments (e.g. `num_agents=3`) or fields of the env's
@@ -104,7 +142,10 @@ def make(env_id: str, debug: bool = False, **overrides: Any) -> tuple[Environmen
 
     Raises:
       KeyError: unknown id (lists close matches).
+      MissingDependencyError: the id needs an optional package (e.g. `jaxmarl/<name>` without
+        JaxMARL); the message names the extra to install.
       TypeError: unknown override key (lists the valid keys and close matches).
+      ValueError: `env.validate_params` rejects the params (the message names the field).
     """
     s = spec(env_id)
     static_names = _static_arg_names(s.entry_point)

@@ -90,11 +90,15 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     `default_params`, `reset`, `step`, `observation_space`, `action_space` and
     `global_state_space`. Core environments do not auto-reset; use `marljax.core.wrappers.AutoReset`.
 
-    Documented parameter ranges: `param_ranges` returns, for the numeric params fields that may
-    be varied freely, an inclusive range `(lo, hi)` inside which every value (each element, for
-    array fields) gives a valid environment. The property tests (`tests/test_properties.py`) draw
-    params inside these ranges for every registered env; a field that is not listed keeps its
-    default (except `max_steps`, which is always varied over small values).
+    Params values are checked in one place, `validate_params`, which `marljax.make` calls once
+    after applying overrides. `param_ranges` is documentation, not a check: for the numeric
+    params fields that may be varied freely, an inclusive range `(lo, hi)` inside which every
+    value (each element, for array fields) gives a valid environment. The property tests
+    (`tests/test_properties.py`) draw params inside these ranges for every registered env and
+    require `validate_params` to accept them; a field that is not listed keeps its default
+    (except `max_steps`, which is always varied over small values). Ranges may depend on the
+    env's static attributes (e.g. a radius bounded by the arena of `num_agents`) and may be
+    narrower than what `validate_params` accepts.
     """
 
     #: number of agents `A` (static).
@@ -139,15 +143,18 @@ class Environment(abc.ABC, Generic[StateT, ParamsT]):
     def validate_params(self, params: ParamsT) -> None:
         """Raise `ValueError` naming the field if `params` is impossible for this env.
 
-        Called by `marljax.make` after overrides are applied, before anything is compiled, so
-        impossible settings (e.g. an obstacle density that leaves no free cell) fail clearly.
-        Runs on the host with concrete values; the default accepts everything.
+        The one check of params values: called once by `marljax.make` after overrides are
+        applied, before anything is compiled, so impossible settings (e.g. an obstacle density
+        that leaves no free cell) fail clearly. Runs on the host with concrete values; the
+        default accepts everything. Wrappers that add params fields call the inner env's
+        `validate_params`, then check their own fields.
         """
         del params
 
     def param_ranges(self) -> dict[str, tuple[float, float]]:
         """Inclusive ranges `{field: (lo, hi)}` of the params fields that may be varied freely.
 
+        Documentation for samplers and property tests, not a check (see `validate_params`).
         Every value inside a range (each element of an array field, independently of the other
         fields) must give a valid environment: `validate_params` accepts it and rollouts stay
         finite and within the declared spaces. Integer and boolean fields are drawn as integers

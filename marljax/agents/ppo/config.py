@@ -11,6 +11,7 @@ from flax import struct
 from marljax import losses
 from marljax.agents import common
 from marljax.agents.bn import graphs as bn
+from marljax.config import check_ranges, param
 
 Array = jax.Array
 
@@ -52,32 +53,54 @@ class PPOConfig:
         not exceed it are pruned; 1.0 prunes every edge). 0 updates: constant at start.
     """
 
-    critic_input: CriticInput = "global"
-    parameter_mode: ParameterMode = "shared_id"
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    torso: Torso = "auto"
-    cnn_channels: tuple[int, ...] = (16, 16)
-    recurrent: bool = False
-    gru_size: int = 64
-    num_epochs: int = 4
-    num_minibatches: int = 4
-    normalize_advantages: bool = True
-    value_norm: bool = False
-    clip_value_loss: bool = True
-    tanh_squash: bool = False
-    graph: Any = "none"
-    graph_threshold_start: float = 0.0
-    graph_threshold_end: float = 0.0
-    graph_anneal_updates: int = 0
+    critic_input: CriticInput = param("global", help='"local" (IPPO) or "global" (MAPPO).')
+    parameter_mode: ParameterMode = param(
+        "shared_id", help='"shared", "shared_id" (shared + one-hot agent id) or "independent".'
+    )
+    hidden_sizes: tuple[int, ...] = param(
+        (64, 64), help="widths of the actor and critic MLP torsos."
+    )
+    activation: str = param("tanh", help="torso activation (tanh, relu, elu, gelu, silu).")
+    torso: Torso = param(
+        "auto", help='input layers: "auto" (CNN on grid inputs, else MLP), "mlp" or "cnn".'
+    )
+    cnn_channels: tuple[int, ...] = param(
+        (16, 16), help='output channels of the CNN\'s 3x3 "SAME" convolutions.'
+    )
+    recurrent: bool = param(False, help="use a GRU core before the MLP torso.")
+    gru_size: int = param(64, lo=1, help="width of the GRU.")
+    num_epochs: int = param(4, lo=1, help="passes over each rollout.")
+    num_minibatches: int = param(
+        4, lo=1, help="minibatches per epoch (over environments when recurrent, else samples)."
+    )
+    normalize_advantages: bool = param(True, help="standardise advantages per minibatch.")
+    value_norm: bool = param(
+        False, help="learn values in a running standardised scale (MAPPO's ValueNorm)."
+    )
+    clip_value_loss: bool = param(
+        True, help="use the PPO clipped value loss (clip range hparams.value_clip_eps)."
+    )
+    tanh_squash: bool = param(
+        False, help="continuous actions through tanh, rescaled to the action box."
+    )
+    graph: Any = param(
+        "none",
+        help='joint-policy graph: "none", "empty", "chain"/"line", "full", "learned" or an '
+        "[A, A] parent mask.",
+    )
+    graph_threshold_start: float = param(0.0, help="edge-pruning threshold at the first update.")
+    graph_threshold_end: float = param(
+        0.0, help="edge-pruning threshold after graph_anneal_updates updates."
+    )
+    graph_anneal_updates: int = param(
+        0, help="updates over which the threshold rises linearly (0: constant at start)."
+    )
 
     def __post_init__(self):
         common.check_choice("critic_input", self.critic_input, ("local", "global"))
         common.check_parameter_mode(self.parameter_mode)
         common.check_choice("torso", self.torso, TORSOS)
-        for name in ("num_epochs", "num_minibatches", "gru_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
+        check_ranges(self, "PPOConfig")
         if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
             raise ValueError(
                 f"PPOConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
@@ -128,17 +151,30 @@ class PPOHParams:
     """Traced hyperparameters of PPO (each may be vmapped over in a sweep).
 
     Defaults follow the MAPPO paper's (Yu et al. 2022) recommendations where they apply.
+
+    Attributes:
+      lr: Adam learning rate of actor and critic.
+      gamma: discount.
+      gae_lambda: lambda of generalised advantage estimation.
+      clip_eps: clip range of the policy ratio.
+      value_clip_eps: clip range of the clipped value loss.
+      ent_coef: weight of the entropy bonus.
+      vf_coef: weight of the value loss.
+      max_grad_norm: global gradient-norm clip.
+      adam_eps: Adam's epsilon.
     """
 
-    lr: Any = 5e-4
-    gamma: Any = 0.99
-    gae_lambda: Any = 0.95
-    clip_eps: Any = 0.2
-    value_clip_eps: Any = 0.2
-    ent_coef: Any = 0.01
-    vf_coef: Any = 0.5
-    max_grad_norm: Any = 0.5
-    adam_eps: Any = 1e-5
+    lr: Any = param(5e-4, lo=0.0, lo_open=True, help="Adam learning rate of actor and critic.")
+    gamma: Any = param(0.99, lo=0.0, hi=1.0, help="discount.")
+    gae_lambda: Any = param(
+        0.95, lo=0.0, hi=1.0, help="lambda of generalised advantage estimation."
+    )
+    clip_eps: Any = param(0.2, lo=0.0, help="clip range of the policy ratio.")
+    value_clip_eps: Any = param(0.2, lo=0.0, help="clip range of the clipped value loss.")
+    ent_coef: Any = param(0.01, lo=0.0, help="weight of the entropy bonus.")
+    vf_coef: Any = param(0.5, lo=0.0, help="weight of the value loss.")
+    max_grad_norm: Any = param(0.5, lo=0.0, lo_open=True, help="global gradient-norm clip.")
+    adam_eps: Any = param(1e-5, lo=0.0, lo_open=True, help="Adam's epsilon.")
 
 
 @struct.dataclass

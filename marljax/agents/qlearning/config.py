@@ -11,6 +11,7 @@ from flax import struct
 
 from marljax.agents import common
 from marljax.agents.presets import Preset, lookup
+from marljax.config import check_ranges, param
 from marljax.mixers import POSITIVE_MAPS
 from marljax.replay import ReplayState
 
@@ -61,30 +62,50 @@ class QConfig:
         "sum" (for common-payoff games both give the common reward with "mean").
     """
 
-    mixer: Mixer = "qmix"
-    parameter_mode: str = "shared_id"
-    hidden_sizes: tuple[int, ...] = (64,)
-    activation: str = "relu"
-    recurrent: bool = True
-    gru_size: int = 64
-    mixer_embed_dim: int = 32
-    hypernet_hidden: int = 64
-    hypernet_layers: int = 2
-    positive_map: str = "abs"
-    mixer_init_scale: float = 0.1
-    buffer_size: int = 5000
-    batch_size: int = 128
-    sequence_len: int = 8
-    gradient_steps: int = 1
-    learning_starts: int = 0
-    target: str = "lambda"
-    n_steps: int = 3
-    double_q: bool = True
-    target_update: str = "hard"
-    target_update_interval: int = 200
-    optimizer: str = "adam"
-    lr_decay_steps: int = 0
-    team_reward: str = "mean"
+    mixer: Mixer = param("qmix", help='"none" (IQL), "vdn" or "qmix".')
+    parameter_mode: str = param(
+        "shared_id", help='"shared", "shared_id" (shared + one-hot agent id) or "independent".'
+    )
+    hidden_sizes: tuple[int, ...] = param(
+        (64,), help="widths of the agent MLP torso (before the GRU)."
+    )
+    activation: str = param("relu", help="torso activation.")
+    recurrent: bool = param(True, help="put a GRU between the torso and the Q head.")
+    gru_size: int = param(64, lo=1, help="width of the GRU.")
+    mixer_embed_dim: int = param(32, lo=1, help="QMIX mixing width.")
+    hypernet_hidden: int = param(64, lo=1, help="QMIX hypernetwork hidden width.")
+    hypernet_layers: int = param(2, help="1 (linear) or 2 (one hidden layer) QMIX hypernetworks.")
+    positive_map: str = param(
+        "abs", help="non-negative map of the QMIX weights (abs, relu, softplus, exp)."
+    )
+    mixer_init_scale: float = param(
+        0.1, help="orthogonal scale of the mixer's layers (small: see the class docstring)."
+    )
+    buffer_size: int = param(5000, lo=1, help="replay capacity in sequences.")
+    batch_size: int = param(128, lo=1, help="sequences per gradient step.")
+    sequence_len: int = param(
+        8, lo=1, help="steps per stored sequence (divides rollout_len, at most max_steps)."
+    )
+    gradient_steps: int = param(1, lo=1, help="gradient steps per update (per rollout).")
+    learning_starts: int = param(
+        0, lo=0, help="environment steps collected before the first gradient step."
+    )
+    target: str = param("lambda", help='"one_step", "n_step" or "lambda" (TD(lambda)).')
+    n_steps: int = param(3, lo=1, help="n of the n-step target.")
+    double_q: bool = param(True, help="double-Q targets.")
+    target_update: str = param(
+        "hard", help='"hard" (copy every target_update_interval steps) or "polyak" (rate tau).'
+    )
+    target_update_interval: int = param(
+        200, lo=1, help="gradient steps between hard target updates."
+    )
+    optimizer: str = param("adam", help='"adam", "rmsprop" or "radam".')
+    lr_decay_steps: int = param(
+        0, lo=0, help="linear learning-rate decay to 0 over this many gradient steps (0: constant)."
+    )
+    team_reward: str = param(
+        "mean", help='how VDN/QMIX turn per-agent rewards into the team reward: "mean" or "sum".'
+    )
 
     def __post_init__(self):
         _choice("mixer", self.mixer, ("none", "vdn", "qmix"))
@@ -95,22 +116,7 @@ class QConfig:
         _choice("team_reward", self.team_reward, ("mean", "sum"))
         _choice("positive_map", self.positive_map, tuple(POSITIVE_MAPS))
         _choice("hypernet_layers", self.hypernet_layers, (1, 2))
-        for name in (
-            "gru_size",
-            "mixer_embed_dim",
-            "hypernet_hidden",
-            "buffer_size",
-            "batch_size",
-            "gradient_steps",
-            "n_steps",
-            "target_update_interval",
-            "sequence_len",
-        ):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"QConfig.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("learning_starts", "lr_decay_steps"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"QConfig.{name} must be >= 0, got {getattr(self, name)}")
+        check_ranges(self, "QConfig")
         if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
             raise ValueError(
                 f"QConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
@@ -139,17 +145,23 @@ class QHParams:
       rmsprop_decay: RMSprop's squared-gradient decay (PyMARL's `optim_alpha`).
     """
 
-    lr: Any = 1e-3
-    gamma: Any = 0.99
-    td_lambda: Any = 0.6
-    eps_start: Any = 1.0
-    eps_finish: Any = 0.05
-    eps_anneal_steps: Any = 100_000.0
-    tau: Any = 0.005
-    max_grad_norm: Any = 10.0
-    reward_scale: Any = 1.0
-    opt_eps: Any = 1e-8
-    rmsprop_decay: Any = 0.99
+    lr: Any = param(1e-3, lo=0.0, lo_open=True, help="learning rate.")
+    gamma: Any = param(0.99, lo=0.0, hi=1.0, help="discount.")
+    td_lambda: Any = param(0.6, lo=0.0, hi=1.0, help="lambda of the TD(lambda) target.")
+    eps_start: Any = param(1.0, lo=0.0, hi=1.0, help="epsilon-greedy start value.")
+    eps_finish: Any = param(0.05, lo=0.0, hi=1.0, help="epsilon-greedy final value.")
+    eps_anneal_steps: Any = param(
+        100_000.0, lo=0.0, help="environment steps over which epsilon goes from start to finish."
+    )
+    tau: Any = param(
+        0.005, lo=0.0, hi=1.0, help='Polyak rate of the target network (target_update="polyak").'
+    )
+    max_grad_norm: Any = param(10.0, lo=0.0, lo_open=True, help="global gradient-norm clip.")
+    reward_scale: Any = param(1.0, help="multiplies rewards in the targets.")
+    opt_eps: Any = param(1e-8, lo=0.0, lo_open=True, help="optimiser epsilon (Adam/RAdam/RMSprop).")
+    rmsprop_decay: Any = param(
+        0.99, lo=0.0, hi=1.0, help="RMSprop's squared-gradient decay (PyMARL's optim_alpha)."
+    )
 
 
 @struct.dataclass

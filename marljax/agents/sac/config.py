@@ -14,6 +14,7 @@ from flax import struct
 from marljax import losses
 from marljax.agents import common
 from marljax.agents.presets import Preset, lookup
+from marljax.config import check_ranges, param
 from marljax.replay import ReplayState
 
 Array = jax.Array
@@ -49,22 +50,45 @@ class SACConfig:
       batch_size: transitions per gradient step (at most `buffer_size`).
     """
 
-    sequential: bool = True
-    fixed_order: bool = False
-    parameter_mode: str = "independent"
-    action_type: str = "auto"
-    hidden_sizes: tuple[int, ...] = (256, 256)
-    activation: str = "relu"
-    n_step: int = 20
-    critic_loss: str = "huber"
-    value_norm: bool = True
-    auto_alpha: bool = False
-    target_entropy: float | None = None
-    warmup_steps: int = 10_000
-    utd_ratio: float = 1.0
-    policy_delay: int = 1
-    buffer_size: int = 100_000
-    batch_size: int = 1000
+    sequential: bool = param(
+        True, help="True: HASAC's sequential heterogeneous-agent update; False: MASAC."
+    )
+    fixed_order: bool = param(
+        False, help="update agents in the order 0..A-1 instead of a random permutation."
+    )
+    parameter_mode: str = param(
+        "independent", help='"independent" (stacked [A, ...]), "shared" or "shared_id".'
+    )
+    action_type: str = param(
+        "auto", help='"auto" (from the env\'s action space), "discrete" or "continuous".'
+    )
+    hidden_sizes: tuple[int, ...] = param((256, 256), help="widths of the actor and critic MLPs.")
+    activation: str = param("relu", help="MLP activation.")
+    n_step: int = param(20, lo=1, help="length of the n-step return window.")
+    critic_loss: str = param(
+        "huber", help='"huber" (delta hparams.huber_delta) or "mse" (0.5 * td^2).'
+    )
+    value_norm: bool = param(
+        True, help="learn the critic in a running standardised scale of the targets."
+    )
+    auto_alpha: bool = param(
+        False, help="tune each agent's temperature towards the target entropy."
+    )
+    target_entropy: float | None = param(
+        None,
+        help="override of the target entropy (None: -dim(A) continuous, scaled log N discrete).",
+    )
+    warmup_steps: int = param(
+        10_000, lo=0, help="environment steps with uniform random actions before learning."
+    )
+    utd_ratio: float = param(
+        1.0, lo=0.0, lo_open=True, help="gradient steps per vectorised environment step."
+    )
+    policy_delay: int = param(
+        1, lo=1, help="actor and temperature updated every policy_delay gradient steps (TD3)."
+    )
+    buffer_size: int = param(100_000, lo=1, help="replay capacity in transitions.")
+    batch_size: int = param(1000, lo=1, help="transitions per gradient step (at most buffer_size).")
 
     def __post_init__(self):
         if isinstance(self.target_entropy, str):  # from the CLI / YAML: "none", "null" or a number
@@ -88,13 +112,7 @@ class SACConfig:
         common.check_parameter_mode(self.parameter_mode)
         _choice("action_type", self.action_type, ("auto", "discrete", "continuous"))
         _choice("critic_loss", self.critic_loss, ("huber", "mse"))
-        for name in ("n_step", "policy_delay", "buffer_size", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if int(self.warmup_steps) < 0:
-            raise ValueError(f"SACConfig.warmup_steps must be >= 0, got {self.warmup_steps}")
-        if not 0 < float(self.utd_ratio) < math.inf:
-            raise ValueError(f"SACConfig.utd_ratio must be finite and > 0, got {self.utd_ratio}")
+        check_ranges(self, "SACConfig")
         if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
             raise ValueError(
                 f"SACConfig.hidden_sizes must be positive widths, got {self.hidden_sizes}"
@@ -121,16 +139,26 @@ class SACHParams:
       reward_scale: multiplies the team reward (the mean of the agents' rewards).
     """
 
-    actor_lr: Any = 5e-4
-    critic_lr: Any = 5e-4
-    alpha_lr: Any = 3e-4
-    gamma: Any = 0.99
-    tau: Any = 0.005
-    init_alpha: Any = 1e-3
-    target_entropy_scale: Any = 0.98
-    huber_delta: Any = 10.0
-    max_grad_norm: Any = 10.0
-    reward_scale: Any = 1.0
+    actor_lr: Any = param(5e-4, lo=0.0, lo_open=True, help="Adam learning rate of the actors.")
+    critic_lr: Any = param(5e-4, lo=0.0, lo_open=True, help="Adam learning rate of the critics.")
+    alpha_lr: Any = param(
+        3e-4, lo=0.0, lo_open=True, help="Adam learning rate of the temperatures."
+    )
+    gamma: Any = param(0.99, lo=0.0, hi=1.0, help="discount.")
+    tau: Any = param(
+        0.005, lo=0.0, hi=1.0, help="Polyak rate of the target critics (per gradient step)."
+    )
+    init_alpha: Any = param(
+        1e-3, lo=0.0, lo_open=True, help="initial temperature (the fixed one without auto_alpha)."
+    )
+    target_entropy_scale: Any = param(0.98, help="discrete target entropy as a fraction of log(N).")
+    huber_delta: Any = param(10.0, lo=0.0, lo_open=True, help="Huber threshold of the critic loss.")
+    max_grad_norm: Any = param(
+        10.0, lo=0.0, lo_open=True, help="global gradient-norm clip (per agent for actors)."
+    )
+    reward_scale: Any = param(
+        1.0, help="multiplies the team reward (the mean of the agents' rewards)."
+    )
 
 
 @struct.dataclass
