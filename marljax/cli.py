@@ -32,12 +32,15 @@ def _train_epilog() -> str:
     exp = Experiment()
     lines = [
         "--set KEY=VALUE keys (defaults shown):",
-        f"  run:      seeds, seed, chunk_updates, out_dir, name, checkpoint (seeds={exp.seeds}, chunk_updates=auto)",
+        "  run:      seeds, seed, chunk_updates, out_dir, name, checkpoint "
+        f"(seeds={exp.seeds}, chunk_updates=auto)",
         f"  train:    {_field_help(exp.train)}",
     ]
     for name, spec in ALGORITHMS.items():
         lines.append(f"  {name} agent:   {_field_help(spec.config_cls(**spec.config_defaults))}")
         lines.append(f"  {name} hparams: {_field_help(spec.hparams_cls())}")
+        if spec.presets:
+            lines.append(f"  {name} presets (--preset): {', '.join(sorted(spec.presets))}")
     lines += [
         "  env:      env.KEY=VALUE for any env option (see `marljax envs --options ID`)",
         "",

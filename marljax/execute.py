@@ -513,6 +513,7 @@ def execute(
     max_memory_bytes: int | None = None,
     runs_per_call: int | None = None,
     say: Callable[[str], None] | None = None,
+    prepared: Callable[[], None] | None = None,
 ) -> Execution:
     """Train `R` runs of `trainer` (see the module docstring).
 
@@ -532,6 +533,8 @@ def execute(
       max_memory_bytes: device memory one call may use (default `default_memory_budget`).
       runs_per_call: force runs per call (`"runs"` layout; default: as many as fit).
       say: where to print notes (memory splits); default silent.
+      prepared: called once the programs are compiled and the memory checked, before anything
+        runs (e.g. to create a run directory only for a run that will start).
 
     Returns:
       An `Execution` (host numpy arrays, the same on every process).
@@ -573,8 +576,9 @@ def execute(
         shape = f"{trainer.config.num_envs} envs, {first_n} updates per chunk"
         if fit < 1 or layout == "envs" or runs_per_call is not None:
             raise ConfigError(
-                f"One call of {per_call} run(s) needs about {fmt_bytes(per_run * per_device)}"
-                f" of device memory ({shape}; XLA's estimate of arguments + outputs + "
+                f"One run needs about {fmt_bytes(per_run)} of device memory per chunk "
+                f"({per_device} run(s) per device: {fmt_bytes(per_run * per_device)}; {shape}; "
+                "XLA's estimate of arguments + outputs + "
                 f"temporaries), over the budget of {fmt_bytes(budget)} per device. Use fewer "
                 "envs, a smaller model or chunk, or --max-memory to raise the budget. Nothing "
                 "was run or written."
@@ -582,6 +586,8 @@ def execute(
         per_call = int(fit) * D
         say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
         estimate = estimate_memory(progs, trainer, per_call, first_n, template)
+    if prepared is not None:
+        prepared()
     padded = -(-R // per_call) * per_call
     keys_p, hps_p = pad_runs((keys, hparams), padded)
     groups = [slice(lo, lo + per_call) for lo in range(0, padded, per_call)]

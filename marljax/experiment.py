@@ -23,6 +23,7 @@ too); a changed static configuration is refused with the differences named, exce
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
@@ -185,7 +186,7 @@ class Experiment:
             ]
         sample = {k: sweep.as_distribution(v, k) for k, v in self.sample.items()}
         if sample and self.num_samples < 1:
-            raise cfg.ConfigError("a random sample needs num_samples >= 1")
+            raise cfg.ConfigError("a random sample needs num_samples >= 1 (--num-samples N)")
         settings = sweep.make_settings(grid, sample, self.num_samples, self.sample_seed)
         # The recorded settings are the parsed numbers that are trained.
         settings = [
@@ -444,67 +445,60 @@ def run_experiment(
     )  # every device by default: pad the runs; an explicit count must divide
     if exp.layout == "runs" and not pad:
         ex.check_divisible(G * S, mesh.size)
-    if run_dir is not None and resume is None:
-        rundir.create(run_dir, kind, _static_part(description))
-        results.write_json(os.path.join(run_dir, "config.json"), description)
-    with rundir.lock(run_dir) if run_dir is not None else _nothing():
-        if resume is not None and allow_hparam_change:
-            _record_hparam_change(run_dir, description)
-        ckpt = None
-        if run_dir is not None and exp.checkpoint:
-            ckpt = Checkpointer(os.path.join(run_dir, "checkpoints"))
+    box: list = [None]  # the Checkpointer, once the run directory is open
+
+    def open_dir(stack: contextlib.ExitStack) -> None:
+        """Create (new runs: only after the memory check passed) and lock the directory."""
+        if resume is None:
+            rundir.create(run_dir, kind, _static_part(description))
+            results.write_json(os.path.join(run_dir, "config.json"), description)
+        stack.enter_context(rundir.lock(run_dir))
+        if exp.checkpoint:
+            box[0] = stack.enter_context(Checkpointer(os.path.join(run_dir, "checkpoints")))
+
+    with contextlib.ExitStack() as stack:
         start = None
         if resume is not None:
-            if ckpt is None:
+            open_dir(stack)
+            if allow_hparam_change:
+                _record_hparam_change(run_dir, description)
+            if box[0] is None:
                 raise FileNotFoundError(f"Cannot resume {run_dir} with checkpoint=False")
-            start = _resume_point(ckpt, built, keys, hparams, run_dir)
+            start = _resume_point(box[0], built, keys, hparams, run_dir)
             if start is not None and start.done >= exp.train.num_updates:
                 print(
                     f"marljax: {run_dir} is finished ({start.done} of {exp.train.num_updates} "
                     "updates); nothing to do (--steps N extends it)",
                     file=sys.stderr,
                 )
-                ckpt.close()
                 return _result(run_dir, built, start.metrics, start.state, True)
         cbs: list = []
         if exp.check_finite and kind == "train":  # a sweep ranks non-finite runs last
-            cbs.append(_finite_check(built, ckpt))
+            cbs.append(_finite_check(built, lambda: box[0]))
         if run_dir is not None:
             cbs.append(lambda c: _write_outputs(run_dir, built, _grid(c.history, G, S)))
-        if ckpt is not None:
-            cbs.append(ex.checkpoint(ckpt))
-        bar = None
+            cbs.append(lambda c: box[0].save(c.done, c.state()) if box[0] is not None else None)
         if progress and jax.process_index() == 0:
             done0 = 0 if start is None else start.done
             bar = ex.progress_bar(f"{exp.algo} {exp.env}", exp.train.num_updates, done0)
+            stack.callback(bar.close)
             cbs.append(bar)
         cbs.extend(callbacks)
         if stop_after_chunks is not None:
             cbs.append(_stop_after(stop_after_chunks))
-        try:
-            out = ex.execute(
-                built.trainer, keys, hparams, env_params=built.env_params, mesh=mesh,
-                layout=exp.layout, pad=pad, chunk_updates=exp.updates_per_chunk, start=start,
-                callbacks=cbs, max_memory_bytes=max_memory_bytes,
-                say=lambda m: print(f"marljax: {m}", file=sys.stderr),
-            )  # fmt: skip
-        finally:
-            if bar is not None:
-                bar.close()
-            if ckpt is not None:
-                ckpt.close()
+        prepared = None
+        if run_dir is not None and resume is None:
+            prepared = lambda: open_dir(stack)  # noqa: E731
+        out = ex.execute(
+            built.trainer, keys, hparams, env_params=built.env_params, mesh=mesh,
+            layout=exp.layout, pad=pad, chunk_updates=exp.updates_per_chunk, start=start,
+            callbacks=cbs, max_memory_bytes=max_memory_bytes, prepared=prepared,
+            say=lambda m: print(f"marljax: {m}", file=sys.stderr),
+        )  # fmt: skip
     metrics = _grid(out.metrics, G, S)
     if run_dir is not None and out.finished:
         _write_plot(run_dir, built, metrics)
     return _result(run_dir, built, metrics, out.state, out.finished, grid=False)
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _stop_after(chunks: int) -> Callable:
@@ -626,7 +620,7 @@ def _resume_point(ckpt: Checkpointer, built: Built, keys, hparams, run_dir: str)
     )
 
 
-def _finite_check(built: Built, ckpt: Checkpointer | None) -> Callable:
+def _finite_check(built: Built, ckpt: Any) -> Callable:
     """A callback raising `NonFiniteError` for the earliest non-finite metric or parameter."""
     exp = built.exp
 
@@ -638,7 +632,8 @@ def _finite_check(built: Built, ckpt: Checkpointer | None) -> Callable:
         g, s_ = divmod(r, exp.seeds)
         setting = built.settings[g]
         label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the default hparams"
-        kept = ckpt.latest_step() if ckpt is not None else None
+        c = ckpt() if callable(ckpt) else ckpt
+        kept = c.latest_step() if c is not None else None
         where = (f"the newest checkpoint (update {kept}) is left as it was" if kept is not None
                  else "no checkpoint was written")  # fmt: skip
         update = info.first + u + 1

@@ -27,6 +27,7 @@ from flax import struct
 
 from marljax import rollout
 from marljax.agents.base import Agent
+from marljax.config import param
 from marljax.core.types import Environment, EnvParams, TimeStep
 
 Array = jax.Array
@@ -44,10 +45,12 @@ class TrainConfig:
         (opt-in; never changes results).
     """
 
-    num_envs: int = 16
-    rollout_len: int = 32
-    total_env_steps: int = 100_000
-    progress: bool = False
+    num_envs: int = param(16, lo=1, help="parallel environments per run")
+    rollout_len: int = param(32, lo=1, help="environment steps per update")
+    total_env_steps: int = param(
+        100_000, lo=1, help="environment steps per run (rounded down to whole updates)"
+    )
+    progress: bool = param(False, help="report progress from inside the compiled program")
 
     def __post_init__(self):
         for name in ("num_envs", "rollout_len", "total_env_steps"):

@@ -35,7 +35,7 @@ def test_continuous_off_policy_run_checkpoints_and_resumes_bitwise(tmp_path):
     empty mask leaves are checkpointed; an interrupted run resumed through the CLI ends with the
     uninterrupted run's metrics, bit for bit."""
     from marljax import cli
-    from marljax.experiment import Experiment, run_experiment
+    from marljax.experiment import run_experiment
 
     args = ["train", "--algo", "hasac", "--env", "particle/simple_spread-v0", "--seeds", "1"]
     args += ["--set", "env.continuous=true", "--steps", "512", "--set", "num_envs=4"]
@@ -44,9 +44,7 @@ def test_continuous_off_policy_run_checkpoints_and_resumes_bitwise(tmp_path):
     exp = cli.experiment_from_args(cli.build_parser().parse_args(args))
     exp = exp.replace(out_dir=str(tmp_path))
     run_experiment(exp.replace(name="full"), progress=False)
-    cut = run_experiment(
-        exp.replace(name="cut"), progress=False, stop_after_chunks=2
-    )
+    cut = run_experiment(exp.replace(name="cut"), progress=False, stop_after_chunks=2)
     assert cut.metrics["episode_return"].shape[-1] == 8
     assert cli.main(["train", "--resume", cut.run_dir, "--no-progress"]) == 0
     full, resumed = (

@@ -224,7 +224,7 @@ def test_grid_sweep_through_the_cli(tmp_path, capsys):
         (["--set", "lr=1e-3"], ["hparams", "lr"]),
         (["--set", "env.max_steps=7"], ["env_kwargs", "max_steps"]),
         (["--grid", "ent_coef=0,0.1"], ["grid", "ent_coef"]),
-        (["--steps", "999"], ["total_env_steps", "999"]),
+        (["--steps", "16"], ["fewer env steps", "16"]),
     ],
 )
 def test_resume_refuses_each_changed_static_option_naming_it(finished_run, extra, needles, capsys):
@@ -344,18 +344,24 @@ def test_check_finite_accepts_nan_episode_returns_of_updates_where_no_episode_en
 
 
 def test_non_finite_parameter_is_named_when_the_metrics_are_finite():
-    from marljax.experiment import NonFiniteError, _raise_if_non_finite
+    from marljax.execute import Chunk
+    from marljax.experiment import NonFiniteError, _finite_check
 
     exp = Experiment(seeds=2, seed=3, train=TrainConfig(num_envs=2, rollout_len=2))
 
     class B:
         settings = [{"lr": 0.01}, {"lr": 0.1}]
 
-    ok = np.ones((2, 2, 4), bool)
-    params = {"actor": {"w": np.array([[True, True], [True, False]])}}
+    B.exp = exp
+    loss = np.zeros((4, 4), np.float32)  # runs (2 settings x 2 seeds) x 4 updates, all finite
+    w = np.ones((4, 2), np.float32)
+    w[3, 1] = np.nan  # setting lr=0.1, seed 4
+    state = type("S", (), {"agent_state": {"actor": {"w": w}}})()
+    info = Chunk(8, 20, 4, {"loss": loss}, {"loss": loss}, 1.0, 1.0, lambda: state)
     with pytest.raises(NonFiniteError, match=r"update 8 .*\['actor'\]\['w'\].*seed 4.*lr=0.1"):
-        _raise_if_non_finite(({"loss": ok}, params), exp, B, 4, 4, None)
-    _raise_if_non_finite(({"loss": ok}, {"w": np.ones((2, 2), bool)}), exp, B, 4, 4, None)
+        _finite_check(B, None)(info)
+    good = type("S", (), {"agent_state": {"w": np.ones((4, 2), np.float32)}})()
+    _finite_check(B, None)(Chunk(8, 20, 4, {"loss": loss}, {"loss": loss}, 1.0, 1.0, lambda: good))
 
 
 @pytest.mark.parametrize(
@@ -483,3 +489,29 @@ def test_sweep_refuses_a_run_over_the_memory_budget(tmp_path, capsys):
     )
     assert code == 2 and "One run needs about" in err and "--max-memory" in err
     assert not (tmp_path / "big").exists()
+
+
+def test_config_file_of_a_run_reproduces_it_and_presets_are_reachable(tmp_path):
+    """`--config runs/X/config.json` trains run X again bit for bit; `--preset` applies a
+    published configuration; a wrong preset, schema or version fails before compiling."""
+    base = ["train", "--algo", "iql", "--env", "matrix/climbing-v0", "--seeds", "1", "--steps",
+            "64", "--set", "num_envs=4", "--set", "rollout_len=4", "--set", "recurrent=false",
+            "--set", "hidden_sizes=8", "--set", "learning_starts=8", "--set", "batch_size=4",
+            "--preset", "epymarl", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    main = cli.main
+    assert main([*base, "--name", "a"]) == 0
+    saved = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert saved["experiment"]["preset"] == "epymarl" and saved["format_version"] >= 2
+    assert saved["resolved"]["agent"]["buffer_size"] == 40_000  # from the preset
+    conf = str(tmp_path / "a" / "config.json")
+    assert main(["train", "--config", conf, "--name", "b", "--no-progress"]) == 0
+    a, b = np.load(tmp_path / "a" / "metrics.npz"), np.load(tmp_path / "b" / "metrics.npz")
+    for k in a.files:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert main([*base[:-5], "--preset", "pymarl3", "--name", "c"]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format_version": 99, "experiment": {}}))
+    assert main(["train", "--config", str(bad), "--name", "d"]) == 2
+    bad.write_text(json.dumps({"algo": "iql", "seedz": 2}))
+    assert main(["train", "--config", str(bad), "--name", "e"]) == 2
+    assert not any((tmp_path / n).exists() for n in ("c", "d", "e"))

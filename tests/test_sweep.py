@@ -13,6 +13,7 @@ from flax import struct
 
 import marljax
 from marljax import config as cfg
+from marljax import execute as ex
 from marljax import results
 from marljax import sweep as sw
 from marljax.agents.base import Agent
@@ -42,14 +43,17 @@ def test_static_settings_are_refused_with_the_sweepable_list():
 
 
 def test_run_sweep_refuses_before_compiling(tmp_path):
-    exp = Experiment(algo="ippo", grid={"hidden_sizes": [(8,), (16,)]}, out_dir=str(tmp_path))
     with pytest.raises(cfg.ConfigError, match="static setting"):
-        sw.run_sweep(exp)
-    exp = Experiment(algo="ippo", out_dir=str(tmp_path))
+        Experiment(algo="ippo", grid={"hidden_sizes": [(8,), (16,)]}, out_dir=str(tmp_path))
     with pytest.raises(cfg.ConfigError, match="static setting of TrainConfig"):
-        sw.run_sweep(exp, sample={"rollout_len": sw.Uniform(4, 8)}, num_samples=2)
+        Experiment(
+            algo="ippo",
+            sample={"rollout_len": sw.Uniform(4, 8)},
+            num_samples=2,
+            out_dir=str(tmp_path),
+        )
     with pytest.raises(cfg.ConfigError, match="lr must be > 0"):  # range-checked per setting
-        sw.run_sweep(Experiment(algo="ippo", grid={"lr": [1e-3, -1.0]}, out_dir=str(tmp_path)))
+        Experiment(algo="ippo", grid={"lr": [1e-3, -1.0]}, out_dir=str(tmp_path))
     assert os.listdir(tmp_path) == [], "nothing is written for an invalid sweep"
 
 
@@ -92,12 +96,12 @@ def test_parse_distribution():
 
 
 def test_parse_bytes():
-    assert sw.parse_bytes("4GiB") == 4 * 2**30
-    assert sw.parse_bytes("512MB") == 512 * 10**6
-    assert sw.parse_bytes("2e9") == 2 * 10**9 and sw.parse_bytes(1024) == 1024
+    assert ex.parse_bytes("4GiB") == 4 * 2**30
+    assert ex.parse_bytes("512MB") == 512 * 10**6
+    assert ex.parse_bytes("2e9") == 2 * 10**9 and ex.parse_bytes(1024) == 1024
     for bad in ("lots", "-1GB", "0"):
         with pytest.raises(cfg.ConfigError, match="memory size"):
-            sw.parse_bytes(bad)
+            ex.parse_bytes(bad)
 
 
 def test_scores_skip_nan_updates_and_pick_the_best():
@@ -146,7 +150,7 @@ def _runs(n):
     return keys, ToyHParams(lr=np.linspace(0.01, 0.5, n).astype(np.float32))
 
 
-def test_memory_estimate_chunks_runs_into_calls_of_one_program(capsys):
+def test_memory_estimate_chunks_runs_into_calls_of_one_program():
     env, params = marljax.make("matrix/climbing-v0")
     inner = toy_agent(env, params)
     traces = {"n": 0}
@@ -157,25 +161,31 @@ def test_memory_estimate_chunks_runs_into_calls_of_one_program(capsys):
 
     trainer = make_train(TINY, env, inner._replace(update=counted_update), params)
     keys, hp = _runs(5)
-    est = sw.estimate_memory(trainer, 5, ToyHParams())
-    per_estimate = traces["n"]  # eval_shape + lowering of one program
-    assert est.runs == 5 and est.devices == 1 and est.state_bytes_per_run > 0
-    assert est.peak_bytes_per_device is not None and est.bytes_per_run > 0
-    assert "memory estimate" in str(est)
-    _, whole = jax.tree.map(np.asarray, est.compiled(keys, hp))  # the estimated program runs
+    progs = ex.programs(trainer, ex.make_mesh("runs", 1))
+    est = ex.estimate_memory(progs, trainer, 5, TINY.num_updates, ToyHParams())
+    assert est.runs == 5 and est.devices == 1 and est.peak_bytes_per_device is not None
+    assert est.bytes_per_run > 0 and "memory estimate" in str(est)
+    whole = ex.execute(trainer, keys, hp, mesh=ex.make_mesh("runs", 1)).metrics
     # A budget for two runs: 3 calls (2 + 2 + 1 padded to 2) of ONE compiled program.
+    notes = []
     traces["n"] = 0
     budget = 2 * est.bytes_per_run + 1
-    _, chunked = sw.run_runs(trainer, keys, hp, max_memory_bytes=budget)
-    out = capsys.readouterr().out
-    assert "memory estimate" in out and "2 runs per call" in out and "call 3/3" in out, out
-    # The 5-run estimate, then the 2-run program: no retrace per call.
-    assert traces["n"] == 2 * per_estimate, "chunked calls retraced the program"
+    out = ex.execute(
+        trainer, keys, hp, mesh=ex.make_mesh("runs", 1), max_memory_bytes=budget, say=notes.append
+    )
+    assert any("2 runs per call" in n for n in notes), notes
+    # The 5-run estimate, then the 2-run program: traced twice, never per call.
+    assert traces["n"] == 2, "chunked calls retraced the program"
     for k in whole:
-        assert chunked[k].shape == whole[k].shape and whole[k].shape[:2] == (5, TINY.num_updates)
+        assert out.metrics[k].shape == whole[k].shape and whole[k].shape[:2] == (
+            5,
+            TINY.num_updates,
+        )
         # Same runs in the same order; a different vmapped batch size may round differently.
-        np.testing.assert_allclose(chunked[k], whole[k], rtol=1e-6, atol=1e-6, err_msg=k)
+        np.testing.assert_allclose(out.metrics[k], whole[k], rtol=1e-6, atol=1e-6, err_msg=k)
     assert not np.allclose(whole["grad_norm"][0], whole["grad_norm"][1])
+    with pytest.raises(cfg.ConfigError, match="One run needs about"):
+        ex.execute(trainer, keys, hp, mesh=ex.make_mesh("runs", 1), max_memory_bytes=10)
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -207,6 +217,8 @@ def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
 
     run_dir = tmp_path / "sweep"
     assert sorted(os.listdir(run_dir)) == [
+        ".lock",
+        "checkpoints",
         "config.json",
         "learning_curve.png",
         "manifest.json",
@@ -215,7 +227,7 @@ def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
         "sweep.json",
     ]
     config = json.loads((run_dir / "config.json").read_text())
-    assert config["sweep"]["grid"] == {"lr": [1e-3, 3e-2]}
+    assert config["experiment"]["grid"] == {"lr": [1e-3, 3e-2]} and config["kind"] == "sweep"
     assert config["resolved"]["grid_settings"] == res.settings
     summary = json.loads((run_dir / "sweep.json").read_text())
     assert summary["best"]["setting"] == res.best_setting
@@ -224,3 +236,28 @@ def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
     assert sorted(scores.final) == ["ippo[lr=0.001]", "ippo[lr=0.03]"]
     with np.load(run_dir / "metrics.npz") as saved:
         np.testing.assert_array_equal(saved["policy_loss"], pl)
+
+
+def test_interrupted_sweep_resumes_to_the_uninterrupted_sweep_bitwise(tmp_path):
+    """A sweep checkpoints between chunks: stopped after one chunk and resumed from its run
+    directory, it ends with the uninterrupted sweep's metrics, parameters and ranking."""
+    exp = Experiment(
+        algo="ippo",
+        env="matrix/climbing-v0",
+        seeds=2,
+        train=TrainConfig(num_envs=4, rollout_len=4, total_env_steps=4 * 4 * 4),
+        agent={"hidden_sizes": (8,), "num_minibatches": 1, "num_epochs": 1},
+        grid={"lr": [1e-3, 3e-2]},
+        chunk_updates=2,
+        out_dir=str(tmp_path),
+    )
+    full = sw.run_sweep(exp.replace(name="full"), verbose=False)
+    cut = sw.run_sweep(exp.replace(name="cut"), verbose=False, stop_after_chunks=1)
+    assert not cut.finished and (tmp_path / "cut" / "checkpoints" / "2").is_dir()
+    resumed = sw.run_sweep(exp.replace(name="cut"), verbose=False, resume=str(tmp_path / "cut"))
+    assert resumed.finished and resumed.best_setting == full.best_setting
+    for k, v in full.metrics.items():
+        np.testing.assert_array_equal(resumed.metrics[k], v, err_msg=k)
+    for a, b in zip(jax.tree.leaves(full.states), jax.tree.leaves(resumed.states)):
+        np.testing.assert_array_equal(a, b)
+    assert (tmp_path / "cut" / "sweep.json").exists()
