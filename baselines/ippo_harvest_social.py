@@ -18,7 +18,7 @@ import numpy as np
 import marljax.envs.social.dilemma_grid  # noqa: F401  (registers social/harvest_small-v0)
 from marljax.evaluation.social import evaluate_social
 from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig, batched
+from marljax.train import TrainConfig
 
 METRICS = ("efficiency", "equality", "sustainability", "peace")
 
@@ -28,10 +28,13 @@ parser.add_argument("--out", default="runs")
 args = parser.parse_args()
 exp = Experiment(algo="ippo", env="social/harvest_small-v0", seeds=args.seeds, out_dir=args.out,
                  train=TrainConfig(num_envs=16, rollout_len=50, total_env_steps=16 * 50 * 1200))  # fmt: skip
-result, built = run_experiment(exp), build(exp)
+built = build(exp)
+result = run_experiment(built)
 keys = jax.vmap(jax.random.PRNGKey)(np.arange(exp.seed, exp.seed + exp.seeds))
 first_grid_point = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
-states = {"untrained": batched(built.trainer)[0](keys, built.hparams, built.env_params).agent_state,
+init = jax.vmap(built.trainer.init, in_axes=(0, None, None))
+untrained = init(keys, first_grid_point(built.hparams), built.env_params).agent_state
+states = {"untrained": jax.tree.map(lambda x: x[None], untrained),  # [1 setting, seeds, ...]
           "trained": result.state.agent_state}  # fmt: skip
 evaluate = jax.jit(jax.vmap(lambda s, k: evaluate_social(
     built.env, built.env_params, built.agent, s, first_grid_point(built.hparams), k, 8, 400)))  # fmt: skip
