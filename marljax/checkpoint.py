@@ -79,7 +79,9 @@ class Checkpointer:
         )
         try:
             restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
-            return jax.tree.map(lambda r, x: x if _is_empty(x) else r, restored, like)
+            return jax.tree.map(
+                lambda r, x: np.zeros(x.shape, x.dtype) if _is_empty(x) else r, restored, like
+            )
         except Exception as err:  # orbax raises several types for structure/shape mismatches
             raise ValueError(
                 f"Checkpoint {step} in {self.directory} does not match this run's state "

@@ -224,7 +224,7 @@ def test_grid_sweep_through_the_cli(tmp_path, capsys):
         (["--set", "lr=1e-3"], ["hparams", "lr"]),
         (["--set", "env.max_steps=7"], ["env_kwargs", "max_steps"]),
         (["--grid", "ent_coef=0,0.1"], ["grid", "ent_coef"]),
-        (["--steps", "16"], ["fewer env steps", "16"]),
+        (["--set", "gae_lambda=0.5"], ["hparams", "gae_lambda"]),
     ],
 )
 def test_resume_refuses_each_changed_static_option_naming_it(finished_run, extra, needles, capsys):
@@ -495,7 +495,7 @@ def test_config_file_of_a_run_reproduces_it_and_presets_are_reachable(tmp_path):
     """`--config runs/X/config.json` trains run X again bit for bit; `--preset` applies a
     published configuration; a wrong preset, schema or version fails before compiling."""
     base = ["train", "--algo", "iql", "--env", "matrix/climbing-v0", "--seeds", "1", "--steps",
-            "64", "--set", "num_envs=4", "--set", "rollout_len=4", "--set", "recurrent=false",
+            "128", "--set", "num_envs=4", "--set", "rollout_len=8", "--set", "recurrent=false",
             "--set", "hidden_sizes=8", "--set", "learning_starts=8", "--set", "batch_size=4",
             "--preset", "epymarl", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
     main = cli.main
