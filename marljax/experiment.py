@@ -172,7 +172,11 @@ class Experiment:
                     f"train must be a TrainConfig or a mapping, got {self.train!r}"
                 )
             train = self.train
-        sweep.check_sweepable(self.algo, [*self.grid, *self.sample])
+        try:
+            sweep.check_sweepable(self.algo, [*self.grid, *self.sample])
+        except cfg.ConfigError as err:  # name where the key came from
+            where = "grid" if set(self.grid) - set(cfg.field_names(hparams)) else "sample"
+            raise cfg.ConfigError(f"{where}: {err}") from None
         grid = {}
         for key, values in self.grid.items():
             if isinstance(values, str):
