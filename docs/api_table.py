@@ -19,7 +19,7 @@ CONSTANTS = {
     "AGGREGATES": "Names of the aggregate metrics (`median`, `iqm`, `mean`, `optimality_gap`).",
     "POSITIVE_MAPS": "Non-negative maps of the QMIX mixing weights, by name.",
     "RUNS_AXIS": "Mesh axis name of the runs (grid x seeds) axis.",
-    "LAYOUTS": "The device layouts of `execute`: `\"runs\"` and `\"envs\"`.",
+    "LAYOUTS": 'The device layouts of `execute`: `"runs"` and `"envs"`.',
     "CONFIG_VERSION": "Version of config.json's layout; a newer file is refused.",
     "ENVS_AXIS": "Mesh axis name of the environments axis.",
     "EPISODE_AVERAGES": "Runner metrics that are averages over the episodes finished in an "
