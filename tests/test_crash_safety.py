@@ -1,11 +1,11 @@
 """Crash safety: a training process killed at any moment resumes to the same bits.
 
-A real `marljax train` subprocess is killed with SIGKILL several times (while a checkpoint is
-being written, and at random moments between chunks), resumed each time with
-`marljax train --resume RUN_DIR`, and finally run to the end. Its final checkpoint and metrics
-must equal, bit for bit, those of an uninterrupted run started alongside it. A checkpoint that
-was being written when the process died must never be listed or restored. Adding an agent is
-one entry of `CASES`.
+A real `marljax train` (or `marljax sweep`) subprocess is killed with SIGKILL several times
+(while a checkpoint is being written, and at random moments between chunks), resumed each time
+with `marljax train --resume RUN_DIR` (`marljax sweep --resume RUN_DIR`), and finally run to the
+end. Its final checkpoint and metrics must equal, bit for bit, those of an uninterrupted run
+started alongside it. A checkpoint that was being written when the process died must never be
+listed or restored. Adding an agent is one entry of `CASES`.
 """
 
 from __future__ import annotations
@@ -41,14 +41,21 @@ COMMON = [
     "chunk_updates=1",
     "--no-progress",
 ]
-# (id, extra arguments): one entry per agent.
+# (id, command, extra arguments): one entry per agent.
 CASES = [
     (
         "mappo",
+        "train",
         ["--algo", "mappo", "--set", "hidden_sizes=8", "--set", "num_minibatches=2"],
+    ),
+    (  # a sweep: 2 settings x 2 seeds, one program, killed and resumed as a whole
+        "sweep-ippo",
+        "sweep",
+        ["--algo", "ippo", "--set", "hidden_sizes=8", "--grid", "lr=1e-3,3e-2"],
     ),
     (  # off-policy: the replay buffer is part of the checkpointed agent state
         "qmix",
+        "train",
         [
             "--algo",
             "qmix",
@@ -76,7 +83,7 @@ KILL_PLAN = ["write", 0.0, "write"]
 TIMEOUT = 240  # seconds for any single wait (a hang fails instead of eating the CI budget)
 
 
-def start(args: list[str], cwd) -> subprocess.Popen:
+def start(command: str, args: list[str], cwd) -> subprocess.Popen:
     # Run outside the repository so that the installed marljax is imported. The processes share
     # a persistent compilation cache (as a user's resumed runs would): a resumed process loads
     # the compiled program instead of compiling it again. It changes no result (the program is
@@ -88,7 +95,7 @@ def start(args: list[str], cwd) -> subprocess.Popen:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "marljax.cli", "train", *args],
+        [sys.executable, "-m", "marljax.cli", command, *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -147,13 +154,13 @@ def final_state(run_dir) -> dict:
     return {"state": jax.tree.map(np.asarray, state), "metrics": metrics}
 
 
-@pytest.mark.parametrize("extra", [c[1] for c in CASES], ids=[c[0] for c in CASES])
-def test_killed_and_resumed_run_equals_an_uninterrupted_run(extra, tmp_path):
+@pytest.mark.parametrize(("command", "extra"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_killed_and_resumed_run_equals_an_uninterrupted_run(command, extra, tmp_path):
     rng = random.Random(0)  # the kill plan's random delays (the timing itself is the OS's)
     out = tmp_path / "runs"
-    reference = start([*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
+    reference = start(command, [*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
     run_dir, ckpt_dir = out / "cut", out / "cut" / "checkpoints"
-    proc = start([*COMMON, *extra, "--out", str(out), "--name", "cut"], tmp_path)
+    proc = start(command, [*COMMON, *extra, "--out", str(out), "--name", "cut"], tmp_path)
     kills, mid_write = 0, 0
     for plan in KILL_PLAN:
         # First some progress of this process: a new complete checkpoint.
@@ -183,7 +190,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_run(extra, tmp_path):
                 latest = ckpt.latest_step()
             assert latest == (steps[-1] if steps else None)
             assert all(tmp_step(n) > (latest or 0) for n in tmp)
-        proc = start(["--resume", str(run_dir), "--no-progress"], tmp_path)
+        proc = start(command, ["--resume", str(run_dir), "--no-progress"], tmp_path)
     finish(proc)
     finish(reference)
     assert kills >= 2, f"only {kills} kills landed before the run finished"

@@ -110,9 +110,9 @@ def _data_parallel_outputs() -> dict[str, np.ndarray]:
         out[f"anakin_{algo}/again"] = np.array(again)  # the same key: the same run, bitwise
         for k, v in runs[0].metrics.items():
             out[f"anakin_{algo}/m/{k}"] = v[0, 0]
-        params = jax.tree.leaves(runs[0].state.agent_state)
-        for i, leaf in enumerate(params):
-            out[f"anakin_{algo}/p/{i}"] = leaf[0, 0]  # [4 devices, ...]
+        leaves = jax.tree_util.tree_flatten_with_path(runs[0].state.agent_state)[0]
+        for path, leaf in leaves:
+            out[f"anakin_{algo}/p/{jax.tree_util.keystr(path)}"] = leaf[0, 0]  # [4 devices, ...]
     return out
 
 
@@ -188,19 +188,25 @@ def test_train_cli_on_four_devices_matches_one_device(single_process):
     assert not np.array_equal(pl[0, 0], pl[0, 1])  # seeds differ
 
 
-@pytest.mark.parametrize("algo", ["mappo"])  # QMIX through the experiment path: see issue 19
+@pytest.mark.parametrize("algo", ["mappo", "qmix"])
 def test_data_parallel_learners_stay_in_step(single_process, algo):
-    """The "envs" layout on 4 devices: every device ends with the same parameters (the
-    all-reduced gradients), the parameters moved, the metrics count every device's envs, and a
-    second run with the same seed repeats the run bitwise."""
+    """The "envs" layout on 4 devices: every device ends with the same learner state (parameters,
+    target network, optimiser: the all-reduced gradients), the metrics count every device's envs,
+    and a second run with the same seed repeats the run bitwise. QMIX's replay buffer is per
+    device (each device stores its own envs' transitions), so it differs between devices."""
     data = single_process
-    params = [v for k, v in sorted(data.items()) if k.startswith(f"anakin_{algo}/p/")]
+    prefix = f"anakin_{algo}/p/"
+    leaves = {k[len(prefix) :]: v for k, v in sorted(data.items()) if k.startswith(prefix)}
     assert f"anakin_{algo}/again" in data
-    assert params
-    for leaf in params:
-        assert leaf.shape[0] == 4
+    learner = {k: v for k, v in leaves.items() if not k.startswith(".replay")}
+    assert any("params" in k for k in learner), sorted(leaves)
+    for name, leaf in learner.items():
+        assert leaf.shape[0] == 4, name
         for d in range(1, 4):
-            np.testing.assert_array_equal(leaf[d], leaf[0])
+            np.testing.assert_array_equal(leaf[d], leaf[0], err_msg=name)
+    if algo == "qmix":  # the buffers hold different envs' transitions
+        assert not np.array_equal(leaves[".replay.data['reward']"][0],
+                                  leaves[".replay.data['reward']"][1])  # fmt: skip
     np.testing.assert_array_equal(data[f"anakin_{algo}/m/env_steps"], [32, 64, 96])
     assert bool(data[f"anakin_{algo}/again"]), "a second call with the same key differed"
     assert np.all(np.isfinite(data[f"anakin_{algo}/m/episode_return"]))
