@@ -53,7 +53,9 @@ def run_once(tree: str, script: str, cases: list[str], extra: list[str]) -> dict
         out = os.path.join(tmp, "r.json")
         path = os.path.join(tree, "bench", script)
         cmd = [sys.executable, "-c", _BOOT, tree, path, "--cases", *cases, "--json", out, *extra]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        # Processes the script starts itself (e.g. its 2-device cases) import from `tree` too.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, os.path.dirname(path)])}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode:
             raise SystemExit(f"{tree}: {script} failed:\n{proc.stderr[-3000:]}")
         with open(out) as f:

@@ -11,10 +11,20 @@ from marljax.core.types import Environment, EnvParams, TimeStep
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    if name == "load_policy":  # imported on first use (it pulls in the agents)
+        from marljax.policy import load_policy
+
+        return load_policy
+    raise AttributeError(f"module 'marljax' has no attribute {name!r}")
+
+
 __all__ = [
     "Environment",
     "EnvParams",
     "TimeStep",
+    "load_policy",
     "make",
     "registered_envs",
     "spaces",

@@ -115,6 +115,14 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
         "and a change of the static configuration is refused",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--log",
+        action="append",
+        default=None,
+        choices=["tensorboard", "wandb"],
+        help="also log to TensorBoard (RUN_DIR/tensorboard) or Weights & Biases (WANDB_MODE="
+        "offline works without an account); repeatable; progress.csv is always written",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,6 +214,29 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
     plot.add_argument("--out", default=None, help="output folder (default: the first RUN_DIR)")
 
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate the trained greedy policies of a run directory",
+        description="Evaluates every seed's greedy policy (newest checkpoint) of one setting in "
+        "one compiled program, prints the returns with their IQM and 95%% bootstrap CI, and "
+        "writes eval.json into the run directory. With the defaults it repeats the run's own "
+        "final evaluation. --crossplay RUN_B pairs every seed of RUN_DIR with every seed of "
+        "RUN_B.",
+    )
+    ev.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (train or sweep)")
+    ev.add_argument("--episodes", type=int, default=None,
+                    help="episodes per seed (default: the run's eval_episodes)")  # fmt: skip
+    ev.add_argument("--env", default=None,
+                    help="evaluate on another env id with the same spaces")  # fmt: skip
+    ev.add_argument("--setting", default=None,
+                    help="a sweep's setting, as an index or lr=3e-4,... (default: the best)")  # fmt: skip
+    ev.add_argument("--max-steps", type=int, default=None,
+                    help="step budget of one evaluation (default: the env's max_steps)")  # fmt: skip
+    ev.add_argument("--crossplay", default=None, metavar="RUN_B",
+                    help="cross-play with another run directory's seeds")  # fmt: skip
+    ev.add_argument("--roles", default="0",
+                    help="with --crossplay: the agents RUN_DIR controls, e.g. 0 or 0,2")  # fmt: skip
+
     sub.add_parser(
         "bench",
         help="run the side-by-side benchmarks of bench/ (source checkout only)",
@@ -273,6 +304,8 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
         data["sample"] = sample
     if getattr(args, "check_finite", None) is not None:
         data["check_finite"] = bool(args.check_finite)
+    if getattr(args, "log", None):
+        data["log"] = list(args.log)
     exp = Experiment.from_dict(data)
     _say_rounding(exp, args.steps)
     return exp
@@ -357,17 +390,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_memory_bytes=_budget(args),
         allow_hparam_change=args.allow_hparam_change,
     )
-    final = final_returns(result.metrics)
     if args.qtable:
         _print_q_tables(built, result)
     print(f"run directory: {result.run_dir}")
-    for g, setting in enumerate(result.settings):
-        label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or "final return"
-        vals = final[g]
-        print(
-            f"  {label}: mean {np.nanmean(vals):.3f} over {len(vals)} seeds  "
-            f"{np.round(vals, 3).tolist()}"
+    summaries = [("episode_return", "final return (training episodes, exploring policy)")]
+    if "eval/episode_return" in result.metrics:
+        episodes = built.trainer.config.eval_episodes
+        summaries.append(
+            ("eval/episode_return", f"final greedy evaluation ({episodes} episodes per seed)")
         )
+    for metric, title in summaries:
+        final = final_returns(result.metrics, metric)
+        print(f"{title}:")
+        for g, setting in enumerate(result.settings):
+            label = ",".join(f"{k}={v:g}" for k, v in setting.items()) or "all seeds"
+            vals = final[g]
+            mean = f"{np.mean(vals):.3f}" if np.isfinite(vals).all() else "n/a (no episode ended)"
+            print(f"  {label}: mean {mean} over {len(vals)} seeds  {np.round(vals, 3).tolist()}")
     return 0
 
 
@@ -438,6 +477,28 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from marljax.policy import crossplay_runs, evaluate_run
+
+    setting = args.setting
+    if setting is not None and setting.isdigit():
+        setting = int(setting)
+    if args.crossplay is None:
+        print(evaluate_run(args.run_dir, args.episodes, args.env, setting, None, args.max_steps))
+        return 0
+    roles = [int(r) for r in args.roles.split(",") if r.strip()]
+    out = crossplay_runs(args.run_dir, args.crossplay, roles, args.episodes or 16, setting)
+    table = out["return"]
+    print(f"cross-play: rows = seeds of {args.run_dir} (agents {roles}), columns = seeds of "
+          f"{args.crossplay}; mean episode return")  # fmt: skip
+    for i, row in enumerate(table):
+        print(f"  {i:>3}  " + "  ".join(f"{v:8.3f}" for v in row))
+    print(f"  mean {np.mean(table):.3f}")
+    return 0
+
+
 def cmd_envs(args: argparse.Namespace) -> int:
     import marljax
     from marljax.core.registry import spec
@@ -494,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_sweep(args)
         if args.command == "plot":
             return cmd_plot(args)
+        if args.command == "eval":
+            return cmd_eval(args)
         if args.command == "envs":
             return cmd_envs(args)
         if args.command == "bench":

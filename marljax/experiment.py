@@ -49,7 +49,9 @@ from marljax.train import TrainConfig, make_train
 DEFAULT_ENV = "matrix/climbing-v0"
 #: version of config.json's layout; a newer file is refused with a clear message.
 CONFIG_VERSION = 2
-_DEFAULT_TRAIN = TrainConfig(num_envs=16, rollout_len=8, total_env_steps=40_960)
+_DEFAULT_TRAIN = TrainConfig(num_envs=16, rollout_len=8, total_env_steps=40_960, eval_interval=-1)
+#: optional loggers of `Experiment.log` -> the package each needs.
+LOGGERS = {"tensorboard": "tensorboardX", "wandb": "wandb"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +81,9 @@ class Experiment:
       checkpoint: write checkpoints between chunks.
       check_finite: stop at the first NaN/inf metric or parameter before it is checkpointed (a
         diverged policy can look perfect); a choice of each invocation, not of the run.
+      log: loggers besides the run directory's `progress.csv`: "tensorboard" (event files in
+        `<run dir>/tensorboard`) and/or "wandb" (a Weights & Biases run named after the run
+        directory; `WANDB_MODE=offline` works without an account). See `marljax.loggers`.
 
     Every value is parsed and validated here: a `ConfigError` names the key. The resolved
     algorithm config and base hparams are `agent_config` and `base_hparams`.
@@ -107,6 +112,7 @@ class Experiment:
     name: str | None = None
     checkpoint: bool = True
     check_finite: bool = True
+    log: tuple = ()
 
     def __post_init__(self):
         for key in ("algo", "env", "out_dir", "metric"):
@@ -146,6 +152,10 @@ class Experiment:
                 f"name must be a plain directory name (use out_dir for the folder), got "
                 f"{self.name!r}"
             )
+        log = (self.log,) if isinstance(self.log, str) else self.log
+        if not isinstance(log, (list, tuple)) or any(x not in LOGGERS for x in log):
+            raise cfg.ConfigError(f"log must be a list of {list(LOGGERS)}, got {self.log!r}")
+        object.__setattr__(self, "log", tuple(dict.fromkeys(log)))
         self._resolve()
 
     def _resolve(self) -> None:
@@ -364,7 +374,7 @@ def describe(built: Built, kind: str = "train") -> dict[str, Any]:
 
 
 #: experiment keys that may differ between a run and its resumption.
-_NOT_STATIC = ("out_dir", "name", "checkpoint", "check_finite", "devices", "layout")
+_NOT_STATIC = ("out_dir", "name", "checkpoint", "check_finite", "devices", "layout", "log")
 
 
 def _static_part(description: dict[str, Any]) -> dict[str, Any]:
@@ -427,6 +437,7 @@ def run_experiment(
     """
     built = exp if isinstance(exp, Built) else build(exp)
     exp = built.exp
+    _check_loggers(exp.log)
     description = describe(built, kind)
     run_dir = None
     if resume is not None:
@@ -482,6 +493,7 @@ def run_experiment(
         if run_dir is not None:
             cbs.append(lambda c: _write_outputs(run_dir, built, _grid(c.history, G, S)))
             cbs.append(lambda c: box[0].save(c.done, c.state()) if box[0] is not None else None)
+            cbs.extend(_loggers(run_dir, exp, stack))
         if progress and jax.process_index() == 0:
             done0 = 0 if start is None else start.done
             bar = ex.progress_bar(f"{exp.algo} {exp.env}", exp.train.num_updates, done0)
@@ -503,6 +515,49 @@ def run_experiment(
     if run_dir is not None and out.finished:
         _write_plot(run_dir, built, metrics)
     return _result(run_dir, built, metrics, out.state, out.finished, grid=False)
+
+
+def _check_loggers(names: tuple) -> None:
+    """A missing optional logger package, named with the fix, before anything runs."""
+    import importlib.util
+
+    for name in names:
+        module = LOGGERS[name]
+        if importlib.util.find_spec(module) is None:
+            raise cfg.ConfigError(
+                f"the {name} logger needs the package {module!r}, which is not installed: "
+                f'pip install "marljax[log]"'
+            )
+
+
+def _loggers(run_dir: str, exp: Experiment, stack: contextlib.ExitStack) -> list[Callable]:
+    """The run directory's loggers: `progress.csv`, then `exp.log`'s, opened at the first
+    chunk (after the directory exists) and closed with `stack`."""
+    from marljax import loggers
+
+    out: list[Callable] = [loggers.CSVLogger(os.path.join(run_dir, "progress.csv"))]
+    for name in exp.log:
+        if name == "tensorboard":
+            make = lambda: loggers.TensorBoardLogger(os.path.join(run_dir, "tensorboard"))  # noqa: E731
+        else:
+            make = lambda: loggers.WandbLogger(  # noqa: E731
+                project="marljax", name=os.path.basename(run_dir), dir=run_dir,
+                config=Experiment.to_dict(exp),
+            )  # fmt: skip
+        out.append(_lazy(make, stack))
+    return out
+
+
+def _lazy(make: Callable, stack: contextlib.ExitStack) -> Callable:
+    box: list = []
+
+    def call(info: ex.Chunk) -> None:
+        if not box:
+            box.append(make())
+            stack.callback(box[0].close)
+        box[0](info)
+
+    return call
 
 
 def _stop_after(chunks: int) -> Callable:
@@ -815,9 +870,11 @@ class NonFiniteError(FloatingPointError):
         self.update, self.what, self.seed, self.setting = update, what, seed, setting
 
 
-def final_returns(metrics: dict[str, np.ndarray]) -> np.ndarray:
-    """`[G, S]` return of the last update in which an episode finished (NaN if none did)."""
-    ret = metrics["episode_return"]
+def final_returns(metrics: dict[str, np.ndarray], metric: str = "episode_return") -> np.ndarray:
+    """`[G, S]` last finite value of `metric` per run: the return of the last update in which
+    an episode finished, or with `"eval/episode_return"` the last greedy evaluation (NaN if
+    none)."""
+    ret = metrics[metric]
     out = np.full(ret.shape[:2], np.nan)
     for idx in np.ndindex(*ret.shape[:2]):
         finite = ret[idx][np.isfinite(ret[idx])]
@@ -878,7 +935,12 @@ def _write_outputs(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -
     for g, label in enumerate(_labels(built)):
         algo = exp.algo if not label else f"{exp.algo}[{label}]"
         per = {k: v[g] for k, v in metrics.items() if v.ndim == 3}
-        out = results.to_marl_eval(per, exp.env, algo, [f"seed_{exp.seed + s}" for s in range(S)])
+        names = (
+            "episode_return",
+            *(["eval/episode_return"] if "eval/episode_return" in per else []),
+        )
+        seeds = [f"seed_{exp.seed + s}" for s in range(S)]
+        out = results.to_marl_eval(per, exp.env, algo, seeds, metric_names=names)
         for env_name, tasks in out.items():
             for task, algos in tasks.items():
                 data.setdefault(env_name, {}).setdefault(task, {}).update(algos)

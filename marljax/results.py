@@ -38,7 +38,9 @@ def to_marl_eval(
       algorithm: algorithm name (include the hparams setting when sweeping).
       run_names: `R` names, e.g. `["seed_0", ...]`.
       metric_names: which metrics to export; exported as marl-eval's "return" for
-        `episode_return`.
+        `episode_return`. Evaluation metrics (`eval/...`, NaN on updates without an
+        evaluation) are exported where they have a value, as `eval_<name>` (`eval_return`),
+        and the last one in `absolute_metrics` (the final greedy evaluation).
     """
     family, _, task = env_id.partition("/")
     steps = np.asarray(metrics["env_steps"])
@@ -51,9 +53,10 @@ def to_marl_eval(
             ok = True
             for m in metric_names:
                 v = float(np.asarray(metrics[m])[r, u])
-                if not math.isfinite(v):
+                if not math.isfinite(v) and not m.startswith("eval/"):
                     ok = False
-                row[_export_name(m)] = [v]
+                if math.isfinite(v) or not m.startswith("eval/"):
+                    row[_export_name(m)] = [v]
             if ok:
                 entry[f"step_{k}"] = row
                 k += 1
@@ -68,7 +71,9 @@ def to_marl_eval(
 
 
 def _export_name(m: str) -> str:
-    return "return" if m == "episode_return" else m
+    if m.startswith("eval/"):
+        return "eval_" + _export_name(m[len("eval/") :])
+    return "return" if m == "episode_return" else m.replace("/", "_")
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:

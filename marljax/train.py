@@ -29,6 +29,7 @@ from marljax import rollout
 from marljax.agents.base import Agent
 from marljax.config import param
 from marljax.core.types import Environment, EnvParams, TimeStep
+from marljax.core.wrappers import any_across_vmap
 
 Array = jax.Array
 
@@ -43,6 +44,13 @@ class TrainConfig:
       total_env_steps: environment steps per run (rounded down to whole updates, at least one).
       progress: report progress from inside the compiled program through a host callback
         (opt-in; never changes results).
+      eval_interval: greedy evaluation every this many updates and after the last one (0: no
+        evaluation inside the program; -1: about 10 per run, `num_updates // 10`, when the env
+        params have a `max_steps` or `eval_steps` is set, else none). See `make_train`.
+      eval_episodes: episodes per evaluation: that many fresh environments, each played to the
+        end of its first episode.
+      eval_steps: step budget of one evaluation (0: the env params' `max_steps`, or
+        `num_rounds` when smaller); an episode still running after it does not count.
     """
 
     num_envs: int = param(16, lo=1, help="parallel environments per run")
@@ -51,11 +59,19 @@ class TrainConfig:
         100_000, lo=1, help="environment steps per run (rounded down to whole updates)"
     )
     progress: bool = param(False, help="report progress from inside the compiled program")
+    eval_interval: int = param(
+        0, lo=-1, help="greedy evaluation every N updates and after the last (0: none, -1: ~10)"
+    )
+    eval_episodes: int = param(16, lo=1, help="episodes per evaluation (one per fresh env)")
+    eval_steps: int = param(0, lo=0, help="step budget per evaluation (0: the env's max_steps)")
 
     def __post_init__(self):
-        for name in ("num_envs", "rollout_len", "total_env_steps"):
+        for name in ("num_envs", "rollout_len", "total_env_steps", "eval_episodes"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name, low in (("eval_interval", -1), ("eval_steps", 0)):
+            if int(getattr(self, name)) < low:
+                raise ValueError(f"TrainConfig.{name} must be >= {low}, got {getattr(self, name)}")
         # env-step counters are int32 inside the program: refuse sizes that would overflow them
         # here, before anything is compiled or written
         if self.steps_per_update * self.num_updates >= 2**31:
@@ -155,14 +171,26 @@ def make_train(
     some run of the batch, a real branch (`marljax.core.wrappers.any_across_vmap`); layouts over
     devices are options of `marljax.execute`.
 
+    With `config.eval_interval > 0`, every `eval_interval`-th update and the last one end with a
+    greedy evaluation (`evaluate_greedy`) inside the program, reported as `eval/...` metrics
+    (NaN on the other updates). It draws from its own keys (folded from the run's key without
+    advancing it), so training is the same, bit for bit, with or without evaluation; the branch
+    is real under `vmap`, so updates without evaluation do not pay for it.
+
     Returns:
       A `Trainer`.
     """
     agent.check_batch(config.num_envs, config.rollout_len)
     vec_env = rollout.batched_env(env)
     default_params = env.default_params() if env_params is None else env_params
+    config = _resolve_eval_interval(config, default_params)
     E, T = config.num_envs, config.rollout_len
     total_updates = config.num_updates
+    evaluate = (
+        make_evaluate(env, agent, config.eval_episodes, eval_budget(config, default_params))
+        if config.eval_interval > 0
+        else None
+    )
 
     def init(key: Array, hparams: Any, env_params: EnvParams | None = None) -> RunnerState:
         env_params = default_params if env_params is None else env_params
@@ -192,9 +220,22 @@ def make_train(
         state = state.replace_rollout_state(acting.replace(key=key)).replace(
             agent_state=agent_state, update_idx=state.update_idx + 1
         )
+        if evaluate is not None:
+            metrics = {**metrics, **evaluate_now(state, hparams, env_params)}
         if config.progress:
             jax.debug.callback(_report_progress, state.update_idx, metrics["episode_return"])
         return state, metrics
+
+    def evaluate_now(state: RunnerState, hparams: Any, env_params: EnvParams) -> dict:
+        n = state.update_idx
+        due = any_across_vmap((n % config.eval_interval == 0) | (n == total_updates))
+        key = jax.random.fold_in(state.key, EVAL_STREAM)  # the run's own stream is not advanced
+        skipped = jax.eval_shape(evaluate, state.agent_state, hparams, env_params, key)
+        return jax.lax.cond(
+            due,
+            lambda: evaluate(state.agent_state, hparams, env_params, key),
+            lambda: jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), skipped),
+        )
 
     def run(state: RunnerState, hparams: Any, env_params: EnvParams | None, num_updates: int):
         env_params = default_params if env_params is None else env_params
@@ -213,6 +254,64 @@ def make_train(
 
 #: runner metrics that are averages over the episodes finished in an update (NaN if none).
 EPISODE_AVERAGES = ("episode_return", "episode_return_per_agent", "episode_length")
+#: prefix of the in-program evaluation's metrics.
+EVAL_PREFIX = "eval/"
+#: `fold_in` constant of the evaluation's keys (any fixed value apart from the run's stream).
+EVAL_STREAM = 0x45564C  # "EVL"
+
+
+def _resolve_eval_interval(config: TrainConfig, env_params: EnvParams) -> TrainConfig:
+    """`eval_interval=-1` made concrete: `num_updates // 10` (at least 1), or 0 when no step
+    budget is known."""
+    if config.eval_interval != -1:
+        return config
+    known = config.eval_steps > 0 or getattr(env_params, "max_steps", None) is not None
+    interval = max(1, config.num_updates // 10) if known else 0
+    return dataclasses.replace(config, eval_interval=interval)
+
+
+def eval_budget(config: TrainConfig, env_params: EnvParams) -> int:
+    """Steps of one evaluation: `config.eval_steps`, or the env params' longest episode: its
+    `max_steps`, or `num_rounds` when smaller (repeated games end after their rounds)."""
+    if config.eval_steps > 0:
+        return int(config.eval_steps)
+    max_steps = getattr(env_params, "max_steps", None)
+    rounds = getattr(env_params, "num_rounds", None)
+    if max_steps is not None and rounds is not None:
+        max_steps = min(int(max_steps), int(rounds))
+    if max_steps is None:
+        raise ValueError(
+            f"{type(env_params).__name__} has no max_steps: set TrainConfig.eval_steps, the step "
+            "budget of one evaluation"
+        )
+    return int(max_steps)
+
+
+def make_evaluate(env: Environment, agent: Agent, num_episodes: int, num_steps: int) -> Callable:
+    """`evaluate(agent_state, hparams, env_params, key) -> eval/... metrics` (greedy policy).
+
+    `num_episodes` fresh environments act with `agent.act(..., greedy=True)` for `num_steps`
+    steps; each contributes its FIRST episode (later ones are dropped, so short episodes do not
+    outweigh long ones). Returns `eval/episode_return` (mean over agents),
+    `eval/episode_return_per_agent`, `eval/episode_length`, each per-episode `group/name`
+    metric as `eval/group/name`, and `eval/num_episodes` (episodes that ended within the
+    budget; the averages are NaN when none did).
+    """
+    vec_env = rollout.batched_env(env)
+
+    def evaluate(agent_state: Any, hparams: Any, env_params: EnvParams, key: Array) -> dict:
+        key_reset, key_run = jax.random.split(key)
+        carry = agent.initial_carry(num_episodes)
+        state = rollout.reset(vec_env, env_params, key_reset, key_run, num_episodes, carry)
+        _, episodes = rollout.rollout(
+            vec_env, env_params, agent, agent_state, hparams, state, num_steps,
+            greedy=True, record=lambda t: t.episode,
+        )  # fmt: skip
+        first = episodes.done & (jnp.cumsum(episodes.done.astype(jnp.int32), axis=0) == 1)
+        stats = rollout.episode_statistics(episodes.replace(done=first))
+        return {EVAL_PREFIX + k: v for k, v in stats.items()}
+
+    return evaluate
 
 
 def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str, Array]:
@@ -226,13 +325,9 @@ def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str
     already average) is the mean over shards. Every shard returns the same values.
     `marljax.execute`'s `"envs"` layout applies it to every chunk.
     """
-    n = metrics["num_episodes"]
-    totals = {}
-    for name, value in metrics.items():
-        if name in EPISODE_AVERAGES or "/" in name:
-            w = n.reshape(n.shape + (1,) * (value.ndim - n.ndim))
-            totals[name] = jnp.where(w > 0, value * w, 0.0)
-    episode = rollout.episode_averages(totals, n, axis_name)
+    episode = _shard_episode_averages(metrics, "", axis_name)
+    if EVAL_PREFIX + "num_episodes" in metrics:
+        episode.update(_shard_episode_averages(metrics, EVAL_PREFIX, axis_name))
     out = {}
     for name, value in metrics.items():
         if name in episode:
@@ -242,6 +337,23 @@ def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str
         else:
             out[name] = jax.lax.pmean(value, axis_name)
     return out
+
+
+def _shard_episode_averages(metrics: dict[str, Array], prefix: str, axis_name: str) -> dict:
+    """The episode averages among `metrics` named `prefix...`, weighted over the shards."""
+    n = metrics[prefix + "num_episodes"]
+    totals = {}
+    for name, value in metrics.items():
+        rest = name[len(prefix) :]
+        if not name.startswith(prefix) or rest == "num_episodes" or not rest:
+            continue
+        if not prefix and name.startswith(EVAL_PREFIX):
+            continue
+        if rest in EPISODE_AVERAGES or "/" in rest:
+            w = n.reshape(n.shape + (1,) * (value.ndim - n.ndim))
+            totals[rest] = jnp.where(w > 0, value * w, 0.0)
+    means = rollout.episode_averages(totals, n, axis_name)
+    return {prefix + k: v for k, v in means.items()}
 
 
 # ----------------------------------------------------------------------------- sweeps

@@ -1,0 +1,434 @@
+"""Trained policies from run directories: load one, evaluate a run, cross-play two runs.
+
+    policy = marljax.load_policy("runs/ippo_matrix_climbing-v0_...")   # best setting, first seed
+    env, env_params = policy.env, policy.env_params
+    carry = policy.initial_carry(num_envs)
+    actions, carry = jax.jit(policy)(timestep, carry, key)   # TimeStep leaves [E, ...] -> [E, A]
+
+    report = evaluate_run("runs/...", episodes=32)          # every seed, greedy: IQM and 95% CI
+    table = crossplay_runs("runs/a", "runs/b")               # [seeds of a, seeds of b]
+
+A run directory holds everything needed: `config.json` rebuilds the env, agent and trainer
+(nothing is compiled), the newest checkpoint gives the trained state. `marljax eval RUN_DIR`
+is the command-line front end. With the default key, `evaluate_run` repeats the run's own
+final in-program evaluation (`TrainConfig.eval_interval`) bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from marljax import config as cfg
+from marljax.train import EVAL_STREAM, eval_budget, make_evaluate
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Policy:
+    """A trained policy: `policy(timestep, carry, key) -> (actions, carry)`, jittable.
+
+    `timestep` is a batch of `E` environments' `TimeStep`s (leaves `[E, ...]`, e.g. a
+    `vmap`ped `env.reset` / `env.step`) or a `marljax.agents.base.Observation`; `carry` starts
+    as `initial_carry(E)`; actions are `[E, A, ...]`. For recurrent policies, pass an
+    `Observation` whose `reset` is True where an episode starts (a `TimeStep` counts as
+    mid-episode; a fresh `initial_carry` is already the start of one).
+
+    Attributes:
+      env, env_params: the environment it was trained on (`marljax.make` of the run's env).
+      agent: the `marljax.agents.Agent`; `agent_state`: its trained state (one run).
+      hparams: the run's hyperparameters; `setting`: the swept values of its setting.
+      seed: the run's seed; `step`: the checkpoint (updates done); `run_dir`.
+      greedy: act deterministically (the policy's mode, argmax Q); False samples.
+    """
+
+    env: Any
+    env_params: Any
+    agent: Any
+    agent_state: Any
+    hparams: Any
+    setting: dict
+    seed: int
+    step: int
+    run_dir: str
+    greedy: bool = True
+
+    def __call__(self, timestep: Any, carry: Any, key: jax.Array) -> tuple[jax.Array, Any]:
+        from marljax.agents.base import Observation
+
+        obs = timestep
+        if not isinstance(timestep, Observation):
+            num_envs = jnp.shape(timestep.obs)[0]
+            obs = Observation(timestep.obs, timestep.action_mask, timestep.global_state,
+                              jnp.zeros(num_envs, bool))  # fmt: skip
+        kwargs = {"greedy": True} if self.greedy else {}
+        actions, carry, _ = self.agent.act(
+            self.agent_state, carry, obs, key, self.hparams, **kwargs
+        )
+        return actions, carry
+
+    def initial_carry(self, num_envs: int) -> Any:
+        """The recurrent carry of `num_envs` environments at the start of their episodes."""
+        return self.agent.initial_carry(num_envs)
+
+
+@dataclasses.dataclass
+class _Run:
+    """A run directory read back: its build, the restored states `[G, S, ...]`, the step."""
+
+    run_dir: str
+    built: Any
+    states: Any
+    step: int
+
+    @property
+    def exp(self) -> Any:
+        return self.built.exp
+
+
+def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
+    from marljax import execute as ex
+    from marljax import experiment as xp
+    from marljax.checkpoint import Checkpointer
+
+    run_dir = os.path.abspath(os.fspath(run_dir))
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
+    with open(path) as f:
+        built = xp.build(xp.Experiment.from_dict(json.load(f)))
+    exp = built.exp
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    fix = "train it with checkpoints on (the default), or resume it: marljax train --resume RUN"
+    if not os.path.isdir(ckpt_dir):
+        raise FileNotFoundError(f"{run_dir} has no checkpoints/ folder: {fix}")
+    G, S = len(built.settings), exp.seeds
+    keys = np.tile(
+        np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + S))), (G, 1)
+    )
+    hparams = jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
+    like = ex.state_like(built.trainer, keys, hparams, env_params=built.env_params)
+    with Checkpointer(ckpt_dir) as ckpt:
+        steps = ckpt.all_steps()
+        if not steps:
+            raise FileNotFoundError(f"{run_dir} has no complete checkpoint: {fix}")
+        if step is not None and step not in steps:
+            raise ValueError(f"{run_dir} has no checkpoint {step}; it has {sorted(steps)}")
+        step = max(steps) if step is None else step
+        if exp.layout == "envs":  # [R, D, ...]: every device holds the same learner
+            raw = jax.tree.leaves(ckpt.restore_numpy(step))
+            D = next(x.shape[1] for x in raw if np.ndim(x) >= 2)
+            like = jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct((x.shape[0], D, *x.shape[1:]), x.dtype), like
+            )
+            state = jax.tree.map(lambda x: np.asarray(x)[:, 0], ckpt.restore(like, step))
+        else:
+            state = jax.tree.map(np.asarray, ckpt.restore(like, step))
+    states = jax.tree.map(lambda x: x.reshape(G, S, *x.shape[1:]), state)
+    return _Run(run_dir, built, states, int(step))
+
+
+def _setting_index(run: _Run, setting: Any) -> int:
+    """The index of `setting` (None: the only one, or a sweep's best; an index; a dict or a
+    `"lr=3e-4,ent_coef=0.01"` string matched to float tolerance)."""
+    settings = run.built.settings
+    listed = "; ".join(f"{g}: {_label(s)}" for g, s in enumerate(settings))
+    if setting is None:
+        if len(settings) == 1:
+            return 0
+        summary = os.path.join(run.run_dir, "sweep.json")
+        if os.path.isfile(summary):
+            with open(summary) as f:
+                return int(json.load(f)["best"]["index"])
+        raise ValueError(
+            f"{run.run_dir} has {len(settings)} settings and no sweep.json: choose one with "
+            f"setting= (--setting): {listed}"
+        )
+    if isinstance(setting, (int, np.integer)) and not isinstance(setting, bool):
+        if 0 <= setting < len(settings):
+            return int(setting)
+        raise ValueError(f"setting {setting} is not in {run.run_dir}; its settings: {listed}")
+    wanted = (
+        cfg.parse_assignments(setting.split(","), "--setting")
+        if isinstance(setting, str)
+        else dict(setting)
+    )
+    for g, s in enumerate(settings):
+        try:
+            same = set(s) == set(wanted) and all(
+                math.isclose(float(s[k]), float(wanted[k]), rel_tol=1e-6) for k in s
+            )
+        except (TypeError, ValueError):
+            same = False
+        if same:
+            return g
+    raise ValueError(f"setting {setting!r} is not in {run.run_dir}; its settings: {listed}")
+
+
+def _label(setting: dict) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in setting.items()) or "default"
+
+
+def _seed_index(run: _Run, seed: int | None) -> int:
+    exp = run.exp
+    if seed is None:
+        return 0
+    if not exp.seed <= int(seed) < exp.seed + exp.seeds:
+        raise ValueError(
+            f"seed {seed} is not in {run.run_dir}; its seeds are {exp.seed}..."
+            f"{exp.seed + exp.seeds - 1}"
+        )
+    return int(seed) - exp.seed
+
+
+def load_policy(
+    run_dir: str | os.PathLike,
+    setting: Any = None,
+    seed: int | None = None,
+    step: int | None = None,
+    greedy: bool = True,
+) -> Policy:
+    """The trained policy of one run of a run directory (`marljax train` or `marljax sweep`).
+
+    Args:
+      run_dir: the run directory.
+      setting: which setting of a sweep: an index, a dict of the swept values, or a string
+        such as `"lr=3e-4,ent_coef=0.01"`; default: the only one, or the sweep's best.
+      seed: which seed (default: the first).
+      step: which checkpoint (default: the newest).
+      greedy: act deterministically (default) or sample from the policy.
+
+    Raises:
+      FileNotFoundError: not a run directory, or no checkpoint (with the fix).
+      ValueError: a setting, seed or step that the run does not have (listing those it has).
+    """
+    run = _read(run_dir, step)
+    g, s = _setting_index(run, setting), _seed_index(run, seed)
+    built = run.built
+    return Policy(
+        env=built.env,
+        env_params=built.env_params,
+        agent=built.agent,
+        agent_state=jax.tree.map(lambda x: x[g, s], run.states.agent_state),
+        hparams=jax.tree.map(lambda x: x[g], built.hparams),
+        setting=dict(built.settings[g]),
+        seed=run.exp.seed + s,
+        step=run.step,
+        run_dir=run.run_dir,
+        greedy=greedy,
+    )
+
+
+@dataclasses.dataclass
+class EvalReport:
+    """Greedy evaluation of every seed of one setting (`evaluate_run`).
+
+    Attributes:
+      returns: `[S]` mean episode return (mean over agents) per seed; `per_agent`: `[S, A]`.
+      num_episodes: `[S]` episodes that ended within the step budget.
+      iqm, ci: interquartile mean over seeds and its 95% stratified-bootstrap interval.
+      seeds, setting, env, episodes, step, run_dir: what was evaluated.
+    """
+
+    returns: np.ndarray
+    per_agent: np.ndarray
+    num_episodes: np.ndarray
+    iqm: float
+    ci: tuple[float, float]
+    seeds: list[int]
+    setting: dict
+    env: str
+    episodes: int
+    step: int
+    run_dir: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "env": self.env,
+            "setting": self.setting,
+            "checkpoint": self.step,
+            "episodes_per_seed": self.episodes,
+            "iqm": self.iqm,
+            "ci95": list(self.ci),
+            "mean": float(np.mean(self.returns)),
+            "per_seed": {f"seed_{s}": float(r) for s, r in zip(self.seeds, self.returns)},
+            "per_agent": {f"seed_{s}": r.tolist() for s, r in zip(self.seeds, self.per_agent)},
+            "num_episodes": {f"seed_{s}": int(n) for s, n in zip(self.seeds, self.num_episodes)},
+        }
+
+    def __str__(self) -> str:
+        lines = [
+            f"greedy evaluation of {self.run_dir} ({_label(self.setting)}, checkpoint "
+            f"{self.step}) on {self.env}, {self.episodes} episodes per seed:"
+        ]
+        for s, r, n in zip(self.seeds, self.returns, self.num_episodes):
+            lines.append(f"  seed {s}: return {r:.3f} ({int(n)} episodes ended)")
+        lines.append(
+            f"  IQM over {len(self.seeds)} seeds: {self.iqm:.3f} "
+            f"[95% CI {self.ci[0]:.3f}, {self.ci[1]:.3f}]; mean {np.mean(self.returns):.3f}"
+        )
+        return "\n".join(lines)
+
+
+def evaluate_run(
+    run_dir: str | os.PathLike,
+    episodes: int | None = None,
+    env: str | None = None,
+    setting: Any = None,
+    step: int | None = None,
+    max_steps: int | None = None,
+    key: jax.Array | None = None,
+    write: bool = True,
+) -> EvalReport:
+    """Evaluate the greedy policy of every seed of one setting, in one compiled program.
+
+    Args:
+      run_dir: the run directory.
+      episodes: episodes per seed (default: the run's `train.eval_episodes`).
+      env: evaluate on another registered env id with the same observation and action spaces
+        (default: the run's env).
+      setting, step: as `load_policy`.
+      max_steps: step budget of one evaluation (default: as in training, the env's `max_steps`).
+      key: PRNG key of the evaluation; default: each run's own evaluation key (with the
+        default episodes and budget this repeats the run's final in-program evaluation).
+      write: write `eval.json` (`eval_<env>.json` for another env) into the run directory.
+    """
+    from marljax.core.registry import make
+    from marljax.evaluation import stats
+
+    run = _read(run_dir, step)
+    built, exp = run.built, run.exp
+    g = _setting_index(run, setting)
+    env_id = exp.env if env is None else env
+    target, target_params = built.env, built.env_params
+    if env is not None:
+        target, target_params = make(env)
+        _check_same_spaces(built.env, built.env_params, target, target_params, exp.env, env)
+    train = built.trainer.config
+    episodes = train.eval_episodes if episodes is None else int(episodes)
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    budget = eval_budget(dataclasses.replace(train, eval_steps=max_steps or 0), target_params)
+    evaluate = make_evaluate(target, built.agent, episodes, budget)
+    agent_states = jax.tree.map(lambda x: x[g], run.states.agent_state)  # [S, ...]
+    if key is None:
+        keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_STREAM))(run.states.key[g])
+    else:
+        keys = jax.random.split(key, exp.seeds)
+    hparams = jax.tree.map(lambda x: x[g], built.hparams)
+    out = jax.jit(jax.vmap(evaluate, in_axes=(0, None, None, 0)))(
+        agent_states, hparams, target_params, keys
+    )
+    returns = np.asarray(out["eval/episode_return"], np.float64)
+    if not np.isfinite(returns).all():
+        raise ValueError(
+            f"no episode ended within {budget} steps for some seed; raise max_steps (--max-steps)"
+        )
+    interval = stats.interval_estimate(
+        jax.random.PRNGKey(0), stats.aggregate_iqm, returns[:, None], num_resamples=2000
+    )
+    report = EvalReport(
+        returns=returns,
+        per_agent=np.asarray(out["eval/episode_return_per_agent"], np.float64),
+        num_episodes=np.asarray(out["eval/num_episodes"]),
+        iqm=float(interval.point),
+        ci=(float(interval.low), float(interval.high)),
+        seeds=[exp.seed + s for s in range(exp.seeds)],
+        setting=dict(built.settings[g]),
+        env=env_id,
+        episodes=episodes,
+        step=run.step,
+        run_dir=run.run_dir,
+    )
+    if write:
+        from marljax import results
+
+        name = "eval.json" if env is None else f"eval_{env_id.replace('/', '_')}.json"
+        results.write_json(os.path.join(run.run_dir, name), report.to_dict())
+    return report
+
+
+def _check_same_spaces(env_a, params_a, env_b, params_b, id_a: str, id_b: str) -> None:
+    for what in ("observation_space", "action_space"):
+        a, b = getattr(env_a, what)(params_a), getattr(env_b, what)(params_b)
+        if repr(a) != repr(b) or env_a.num_agents != env_b.num_agents:
+            raise ValueError(
+                f"{id_b} does not fit a policy trained on {id_a}: its {what} is {b!r}, the "
+                f"policy's {a!r} ({env_b.num_agents} vs {env_a.num_agents} agents)"
+            )
+
+
+def crossplay_runs(
+    run_a: str | os.PathLike,
+    run_b: str | os.PathLike,
+    roles_a: Sequence[int] = (0,),
+    episodes: int = 16,
+    setting_a: Any = None,
+    setting_b: Any = None,
+    key: jax.Array | None = None,
+) -> dict[str, np.ndarray]:
+    """Every seed of run A with every seed of run B: A controls the agents `roles_a`, B the
+    others, both greedy (same env; any two algorithms).
+
+    Returns:
+      `{"return": [S_a, S_b] mean episode return (mean over agents), "per_agent": [S_a, S_b,
+      A]}`.
+    """
+    from marljax.evaluation.crossplay import crossplay_matrix
+
+    a, b = _read(run_a), _read(run_b)
+    _check_same_spaces(a.built.env, a.built.env_params, b.built.env, b.built.env_params,
+                       a.exp.env, b.exp.env)  # fmt: skip
+    env, params = a.built.env, a.built.env_params
+    mine = np.zeros(env.num_agents, bool)
+    mine[list(roles_a)] = True
+    if mine.all() or not mine.any():
+        raise ValueError(f"roles_a={list(roles_a)} must name some but not all of the agents")
+    ga, gb = _setting_index(a, setting_a), _setting_index(b, setting_b)
+    ha = jax.tree.map(lambda x: x[ga], a.built.hparams)
+    hb = jax.tree.map(lambda x: x[gb], b.built.hparams)
+    budget = eval_budget(a.built.trainer.config, params)
+    joint = _joint_agent(a.built.agent, b.built.agent, jnp.asarray(mine))
+    evaluate = make_evaluate(env, joint, episodes, budget)
+
+    def play(state_a, state_b, k):
+        out = evaluate((state_a, state_b), (ha, hb), params, k)
+        return out["eval/episode_return_per_agent"]
+
+    key = jax.random.PRNGKey(0) if key is None else key
+    table = np.asarray(
+        crossplay_matrix(
+            play,
+            jax.tree.map(lambda x: x[ga], a.states.agent_state),
+            key,
+            jax.tree.map(lambda x: x[gb], b.states.agent_state),
+        )
+    )
+    return {"return": table.mean(-1), "per_agent": table}
+
+
+def _joint_agent(agent_a: Any, agent_b: Any, mine: jax.Array) -> Any:
+    """An agent acting with `agent_a` for the agents where `mine`, `agent_b` for the others
+    (state, carry and hparams are pairs)."""
+
+    def act(state, carry, obs, key, hparams, greedy=False):
+        ka, kb = jax.random.split(key)
+        kwargs = {"greedy": True} if greedy else {}
+        act_a, carry_a, _ = agent_a.act(state[0], carry[0], obs, ka, hparams[0], **kwargs)
+        act_b, carry_b, _ = agent_b.act(state[1], carry[1], obs, kb, hparams[1], **kwargs)
+        m = mine.reshape((1, -1) + (1,) * (act_a.ndim - 2))
+        return jnp.where(m, act_a, act_b), (carry_a, carry_b), ()
+
+    return agent_a._replace(
+        act=act, initial_carry=lambda n: (agent_a.initial_carry(n), agent_b.initial_carry(n))
+    )
+
+
+__all__ = ["EvalReport", "Policy", "crossplay_runs", "evaluate_run", "load_policy"]
