@@ -104,9 +104,8 @@ def plot_interval_estimates(
     plt = _pyplot()
     algos = list(estimates)
     metrics = list(metrics or next(iter(estimates.values())))
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(3.2 * len(metrics), _height(len(algos))), squeeze=False
-    )
+    width = 3.2 * len(metrics) + 0.065 * max(len(a) for a in algos)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, _height(len(algos))), squeeze=False)
     colors = _colors(len(algos))
     for ax, m in zip(axes[0], metrics):
         for i, a in enumerate(algos):
@@ -141,18 +140,26 @@ def plot_probability_of_improvement(
     """
     plt = _pyplot()
     pairs = list(estimates)
-    fig, ax = plt.subplots(figsize=(5.5, _height(len(pairs))))
+    firsts = {x for x, _ in pairs}
+    if len(firsts) == 1 and len(pairs) > 1:  # one setting against the others: name the others
+        ticks = [y for _, y in pairs]
+        xlabel = f"P({pairs[0][0]} > setting)"
+    else:
+        ticks = [f"P({x} > {y})" for x, y in pairs]
+        xlabel = "probability of improvement"
+    width = max(6.0, 3.5 + 0.065 * max(len(t) for t in ticks))
+    fig, ax = plt.subplots(figsize=(min(width, 14.0), _height(len(pairs))))
     for i, pair in enumerate(pairs):
         p, lo, hi = (float(v) for v in estimates[pair])
         ax.barh(i, hi - lo, left=lo, height=0.6, color="tab:blue", alpha=0.6)
         ax.vlines(p, i - 0.3, i + 0.3, color="black", linewidth=1.5)
     ax.axvline(0.5, color="gray", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(pairs)), [f"P({x} > {y})" for x, y in pairs])
+    ax.set_yticks(range(len(pairs)), ticks)
     ax.set_ylim(len(pairs) - 0.5, -0.5)  # the first pair on top
     ax.set_xlim(0.0, 1.0)
-    ax.set_xlabel("probability of improvement")
+    ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=9)
     return _save(fig, path)
 
 
@@ -684,7 +691,7 @@ def _draw_learning_curves(
         name = band_name(seeds, confidence) if seeds else None
         _legend_outside(fig, (list(handles.values()), list(handles)), name)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=10, x=0.02, ha="left")
     return _save(fig, path)
 
 
@@ -754,10 +761,10 @@ def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, float):
-        if v != 0 and abs(v) < 0.01:
-            mantissa, _, exponent = f"{v:.3e}".partition("e")
-            return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-        return f"{v:.4g}"
+        plain = f"{v:.4g}"
+        mantissa, _, exponent = f"{v:.3e}".partition("e")
+        short = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+        return short if v != 0 and abs(v) < 1 and len(short) < len(plain) else plain
     if isinstance(v, (list, tuple)):
         return ",".join(_fmt(x) for x in v)
     if isinstance(v, dict):
@@ -1182,6 +1189,7 @@ def plot_runs(
             best = _ranked(finals)[0]
             pairs = [(best, n) for n in names if n != best]
             title = f"the best setting against each other one{suffix}"
+            title = title.replace("; ", "\n")
         poi = stats.pairwise_probability_of_improvement(
             key_poi, scores, pairs=pairs, num_resamples=num_resamples, confidence=confidence
         )
