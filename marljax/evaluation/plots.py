@@ -627,7 +627,8 @@ def curve_band(
 
 
 def band_name(num_seeds: Sequence[int], confidence: float = 0.95) -> str:
-    """The legend title naming the curve statistic, e.g. "mean over 4 seeds, band: 95% CI"."""
+    """The legend title that names the curve statistic and its band (`curve_band`), e.g.
+    "line: mean over 4 seeds" and "band: 95% bootstrap CI of the mean" on two lines."""
     counts = sorted(set(int(n) for n in num_seeds))
     if counts == [1]:
         return "1 seed (no confidence band)"
