@@ -7,7 +7,7 @@ marljax train --resume runs/<run>                # continue from the newest chec
 marljax train --check-finite                     # stop at the first NaN/inf, keep checkpoints
 marljax train --algo qmix --env matrix/two_step-v0 --set recurrent=false --qtable
 marljax sweep --algo ippo --sample lr=log:1e-4:1e-2 --num-samples 16 --seeds 4
-marljax plot runs/<run> runs/<other run>         # PNG figures with CI bands
+marljax plot runs/<run> runs/<other run>         # PNG figures in plots/<run>_vs_<other run>
 marljax envs                                     # list registered environments
 """
 
@@ -207,12 +207,27 @@ def build_parser() -> argparse.ArgumentParser:
     plot = sub.add_parser(
         "plot",
         help="write PNG figures for run directories",
-        description="Learning curves with bootstrap CI bands; with several seeds, aggregate "
-        "metrics (IQM etc.) and performance profiles; with several algorithms, probability of "
-        "improvement.",
+        description="Learning curves (mean over seeds with a 95%% bootstrap CI band, the env's "
+        "reference returns as dashed lines); with several seeds, aggregate metrics (IQM etc.) "
+        "and performance profiles; with several settings, probability of improvement. Every "
+        "setting of every run is its own curve and row, labelled by what differs between the "
+        "configs (e.g. 'mappo lr=3e-4'). The figures go to a new folder, never into a run "
+        "directory.",
     )
     plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
-    plot.add_argument("--out", default=None, help="output folder (default: the first RUN_DIR)")
+    plot.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: plots/<RUN>_vs_<RUN> in the current directory, named "
+        "after the run directories)",
+    )
+    plot.add_argument(
+        "--top",
+        type=int,
+        default=None,
+        metavar="K",
+        help="show the best K settings by mean final return (default 8); 0 shows all",
+    )
 
     ev = sub.add_parser(
         "eval",
@@ -469,10 +484,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from marljax.evaluation.plots import plot_runs
+    from marljax.evaluation.plots import DEFAULT_TOP, plot_runs
 
-    out = args.out or args.run_dirs[0]
-    for path in plot_runs(args.run_dirs, out):
+    top = DEFAULT_TOP if args.top is None else args.top
+    if top < 0:
+        raise cfg.ConfigError(f"--top must be >= 0 (0 shows every setting), got {top}")
+    out = args.out or default_plot_dir(args.run_dirs)
+    for path in plot_runs(args.run_dirs, out, top=top or None):
         print(path)
     return 0
 
@@ -497,6 +515,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"  {i:>3}  " + "  ".join(f"{v:8.3f}" for v in row))
     print(f"  mean {np.mean(table):.3f}")
     return 0
+
+
+def default_plot_dir(run_dirs: list[str]) -> str:
+    """`plots/<A>` or `plots/<A>_vs_<B>[_vs_...]` (at most three names, then `_and_<n>_more`)
+    in the current directory: a folder of its own, named after the run directories."""
+    import os
+
+    names = list(dict.fromkeys(os.path.basename(os.path.normpath(d)) for d in run_dirs))
+    name = "_vs_".join(names[:3]) + (f"_and_{len(names) - 3}_more" if len(names) > 3 else "")
+    return os.path.join("plots", name[:120] or "runs")
 
 
 def cmd_envs(args: argparse.Namespace) -> int:

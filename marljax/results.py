@@ -366,37 +366,34 @@ def plot_learning_curves(
     labels: list[str],
     path: str | os.PathLike,
     title: str = "",
+    references: dict[str, float] | None = None,
+    confidence: float = 0.95,
 ) -> None:
-    """Plot mean return over seeds with a min-max band, one line per hparams setting.
+    """Plot the mean return over seeds with a bootstrap confidence band, one line per setting.
+
+    The statistic of every marljax learning curve (`marljax.evaluation.plots.curve_band`, named
+    in the legend): the mean over seeds with a percentile bootstrap confidence interval of the
+    mean; an update in which a seed finished no episode carries that seed's last finished
+    return forward, so curves have no gaps (and no empty-slice warnings).
 
     Args:
       env_steps: `[U]` environment steps at each update.
       returns: `[G, S, U]` returns (NaN where no episode finished).
-      labels: `G` legend labels.
+      labels: `G` legend labels (`""` for a run without settings).
       path: output PNG.
+      title: figure title.
+      references: `{name: return}` drawn as dashed lines, e.g.
+        `marljax.core.env_references(env_id, env_kwargs)`.
+      confidence: band coverage.
     """
-    import matplotlib
+    from marljax.evaluation import plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    returns = np.asarray(returns, np.float64)
+    if returns.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
+        returns = returns.reshape(*returns.shape[:3], -1).mean(axis=-1)
+    curves = []
     for g, label in enumerate(labels):
-        # Updates in which no episode ended (NaN for every seed) are left out, so the curve
-        # joins the updates that have a value instead of breaking (and no empty-slice warning).
-        r = np.asarray(returns[g], float).reshape(-1, len(env_steps))
-        cols = np.isfinite(r).any(axis=0)
-        r, x = r[:, cols], np.asarray(env_steps)[cols]
-        mean = np.nanmean(r, axis=0)
-        lo, hi = np.nanmin(r, axis=0), np.nanmax(r, axis=0)
-        ax.plot(x, mean, label=label)
-        ax.fill_between(x, lo, hi, alpha=0.2)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("episode return (mean over agents)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    if len(labels) > 1 or labels[0]:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+        band = plots.curve_band(returns[g], env_steps, confidence=confidence, seed=g)
+        if band is not None:  # a seed without a finished episode: no curve (the figure says so)
+            curves.append((label or "episode return", band))
+    plots._draw_learning_curves(path, [("", curves, dict(references or {}))], confidence, title)

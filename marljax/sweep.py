@@ -15,7 +15,9 @@ A sweep is an experiment like any other (`marljax.experiment.run_experiment`, th
 `marljax.execute`): the `G` settings x `S` seeds are `R = G * S` runs (run `r = g * S + s`)
 sharded over every device, split into calls of one program when they do not fit in memory,
 trained in chunks with progress, checkpoints and resume. Its run directory adds `sweep.json`
-(settings ranked by score, the best setting and its hparams).
+(settings ranked by score, the best setting and its hparams). Settings whose scores are equal up
+to float rounding (`tied_best`) are reported as a tie, in the printed ranking and in
+`sweep.json`'s `best.tie`; `best_setting` is then only the first of them.
 """
 
 from __future__ import annotations
@@ -238,6 +240,8 @@ class SweepResult:
       best_setting: `settings[best_index]`.
       best_hparams: the full hparams of the best setting.
       metric: the score metric; `mode`: "max" or "min".
+      tied: indices of the settings whose score ties the best one (`tied_best`), the best first;
+        more than one means the top is a tie and `best_index` is only the first of them.
     """
 
     run_dir: str | None
@@ -254,6 +258,7 @@ class SweepResult:
     mode: str
     finite: np.ndarray | None = None
     finished: bool = True
+    tied: list[int] = dataclasses.field(default_factory=list)
 
 
 def score_runs(values: np.ndarray, window: int = 1) -> np.ndarray:
@@ -280,6 +285,35 @@ def best_setting(scores: np.ndarray, mode: str = "max") -> int:
         return 0
     s = np.where(np.isfinite(s), s, -np.inf if mode == "max" else np.inf)
     return int(np.argmax(s) if mode == "max" else np.argmin(s))
+
+
+#: scores within this relative tolerance of each other tie (the returns are float32, whose
+#: rounding is about 6e-8 relative; a mean over seeds and updates adds a little)
+TIE_RTOL = 1e-6
+#: and within this absolute tolerance (scores near zero)
+TIE_ATOL = 1e-9
+
+
+def tied_best(scores: np.ndarray, mode: str = "max") -> list[int]:
+    """Indices of every setting whose score ties the best one, the best (`best_setting`) first.
+
+    Two scores tie when they are equal up to float rounding:
+    `|a - b| <= TIE_ATOL + TIE_RTOL * |b|` (`numpy.isclose`); NaN scores never tie. A list
+    longer than one means the top of the ranking is a tie.
+
+    Args:
+      scores: `[G]` scores.
+      mode: "max" or "min".
+
+    Returns:
+      The tied indices in index order after the best (empty when no score is finite).
+    """
+    best = best_setting(scores, mode)
+    s = np.asarray(scores, np.float64)
+    if not np.isfinite(s[best]):
+        return []
+    close = np.isfinite(s) & np.isclose(s, s[best], rtol=TIE_RTOL, atol=TIE_ATOL)
+    return [best] + [int(g) for g in np.flatnonzero(close) if g != best]
 
 
 def make_settings(
@@ -393,6 +427,7 @@ def rank(built: Any, metrics: dict, states: Any, run_dir: str | None = None) -> 
         exp.metric,
         exp.mode,
         finite,
+        tied=tied_best(scores, exp.mode),
     )
 
 
@@ -405,16 +440,29 @@ def _ranking_text(result: SweepResult, top: int = 10) -> str:
     order = [int(g) for g in order if np.isfinite(result.scores[g])] + [
         int(g) for g in order if not np.isfinite(result.scores[g])
     ]
+    tied = set(result.tied) if len(result.tied) > 1 else set()
     lines = [f"{'rank':>4}  {'score':>10}  setting ({result.metric}, mean over seeds)"]
     for rank, g in enumerate(order[:top], 1):
-        mark = ""
+        mark = "  (tied for best)" if g in tied else ""
         if result.finite is not None and not result.finite[g].all():
             bad = int((~result.finite[g]).sum())
             mark = f"  NON-FINITE in {bad} of {result.finite.shape[1]} seeds (not a result)"
         lines.append(f"{rank:>4}  {result.scores[g]:>10.4f}  {_label(result.settings[g])}{mark}")
     if len(order) > top:
         lines.append(f"      ... {len(order) - top} more in sweep.json")
+    if tied:
+        lines.append(_tie_text(result))
     return "\n".join(lines)
+
+
+def _tie_text(result: SweepResult) -> str:
+    """The sentence that reports a tie at the top (printed and written to sweep.json)."""
+    names = ", ".join(f"{g} ({_label(result.settings[g])})" for g in result.tied)
+    return (
+        f"tie: settings {names} score {result.scores[result.best_index]:.4f} (equal within "
+        f"relative {TIE_RTOL:g}); the best setting reported is the first of them, "
+        f"{result.best_index}, not a winner"
+    )
 
 
 def _write_summary(run_dir: str, result: SweepResult) -> None:
@@ -428,6 +476,8 @@ def _write_summary(run_dir: str, result: SweepResult) -> None:
             "setting": result.best_setting,
             "score": _num(result.scores[result.best_index]),
             "hparams": cfg.to_dict(result.best_hparams),
+            "tied_with": [g for g in result.tied if g != result.best_index],
+            "tie": _tie_text(result) if len(result.tied) > 1 else None,
         },
         "ranking": [
             {
@@ -467,4 +517,5 @@ __all__ = [
     "run_sweep",
     "score_runs",
     "stack_settings",
+    "tied_best",
 ]

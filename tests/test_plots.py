@@ -1,11 +1,15 @@
-"""Plots of social-metric curves and swarm snapshots (`marljax.evaluation.plots`).
+"""Plots of run directories, learning curves, social-metric curves and swarm snapshots
+(`marljax.evaluation.plots`, `marljax.results.plot_learning_curves`, `marljax plot`).
 
 The figures are inspected before they are closed (`_save` is wrapped), so the tests check what is
-drawn, not only that a PNG appeared. Other plot functions are tested in `test_stats.py` and
+drawn, not only that a PNG appeared. Run directories are written by hand (config.json and
+metrics.npz), without training. Other plot functions are tested in `test_stats.py` and
 `test_crossplay.py`.
 """
 
 from __future__ import annotations
+
+import json
 
 import jax
 import numpy as np
@@ -13,7 +17,14 @@ import pytest
 
 import marljax
 import marljax.envs.swarm  # noqa: F401  (registers swarm/*)
+from marljax import cli, results
 from marljax.evaluation import plots
+
+# NaN returns (updates without a finished episode) must never reach numpy as an empty slice.
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+SEEDS, UPDATES = 3, 8
+STEPS = np.arange(1, UPDATES + 1) * 16
 
 
 @pytest.fixture
@@ -163,3 +174,133 @@ def test_plot_runs_adds_social_metric_curves(tmp_path, captured):
         runs[1] / "metrics.npz", episode_return=np.ones((1, 2, 4)), env_steps=np.ones((1, 2, 4))
     )
     assert plots._social_curves([plots.load_run(d) for d in runs]) is None
+
+
+# ----------------------------------------------------------------------------- run directories
+
+
+def _run_dir(path, settings=({},), lr=3e-4, shift=0.0, seed=0, algo="mappo"):
+    """A run directory as `marljax.experiment` writes it: `[G, S, U]` returns, one per setting."""
+    path.mkdir(parents=True)
+    hparams = [{"lr": s.get("lr", lr), "ent_coef": s.get("ent_coef", 0.01)} for s in settings]
+    config = {
+        "experiment": {"algo": algo, "env": "matrix/climbing-v0", "env_kwargs": {}, "seeds": SEEDS,
+                       "hparams": {"lr": lr}, "out_dir": str(path.parent), "name": path.name},
+        "resolved": {"agent": {"hidden_sizes": [64, 64]}, "hparams": hparams,
+                     "grid_settings": list(settings), "seeds": list(range(SEEDS))},
+    }  # fmt: skip
+    (path / "config.json").write_text(json.dumps(config))
+    rng = np.random.default_rng(seed)
+    G = len(settings)
+    ret = (
+        7.0 + shift + rng.normal(0.0, 1.0, (G, SEEDS, UPDATES)) + 5.0 * np.arange(G)[:, None, None]
+    )
+    ret[:, 1, ::3] = np.nan  # seed 1 finishes no episode in every third update
+    steps = np.broadcast_to(STEPS, (G, SEEDS, UPDATES))
+    np.savez(path / "metrics.npz", episode_return=ret, env_steps=steps)
+    return path
+
+
+def _curves(fig):
+    """`{label: line}` of the learning curves (reference lines are horizontal, grey)."""
+    return {
+        ln.get_label(): ln for ax in fig.axes for ln in ax.get_lines() if ln.get_color() != "0.3"
+    }
+
+
+def test_two_runs_differing_in_lr_are_two_labelled_curves_and_rows(tmp_path, captured):
+    a = _run_dir(tmp_path / "runs" / "a", lr=1e-3)
+    b = _run_dir(tmp_path / "runs" / "b", lr=3e-4, shift=2.0, seed=1)
+    out = tmp_path / "plots"
+    written = plots.plot_runs([a, b], out, num_resamples=100)
+    assert {p.parent for p in written} == {out}
+    curves_fig, agg_fig = captured[0], captured[1]
+    lines = _curves(curves_fig)
+    assert list(lines) == ["mappo lr=1e-3", "mappo lr=3e-4"]
+    # seed 1 has no episode in updates 0, 3, 6: its last value carries on, so the curve starts
+    # at update 1 and has no gap; the line is the mean over seeds of the filled returns
+    with np.load(a / "metrics.npz") as m:
+        filled = plots.fill_forward(m["episode_return"][0])
+    np.testing.assert_array_equal(lines["mappo lr=1e-3"].get_xdata(), STEPS[1:])
+    np.testing.assert_allclose(lines["mappo lr=1e-3"].get_ydata(), filled[:, 1:].mean(axis=0))
+    legend = curves_fig.legends[0]
+    assert "mean over 3 seeds" in legend.get_title().get_text()
+    assert "95% bootstrap CI" in legend.get_title().get_text()
+    # the climbing game's references as dashed lines, named in the legend
+    refs = [ln for ln in curves_fig.axes[0].get_lines() if ln.get_color() == "0.3"]
+    assert sorted(ln.get_ydata()[0] for ln in refs) == [7.0, 11.0]
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "optimum (0, 0) = 11" in texts
+    # two aggregate rows, not one pooled row
+    rows = [t.get_text() for t in agg_fig.axes[0].get_yticklabels()]
+    assert rows == ["mappo lr=1e-3", "mappo lr=3e-4"]
+    # never into a run directory
+    with pytest.raises(ValueError, match="inside the run directory"):
+        plots.plot_runs([a, b], a / "figs")
+
+
+def test_runs_that_differ_in_nothing_are_named_by_directory(tmp_path):
+    runs = [plots.load_run(_run_dir(tmp_path / n, seed=i)) for i, n in enumerate("xy")]
+    assert plots.label_runs(runs) == [["mappo (x)"], ["mappo (y)"]]
+    other = plots.load_run(_run_dir(tmp_path / "z", algo="ippo"))
+    assert plots.label_runs(runs[:1] + [other]) == [["mappo"], ["ippo"]]
+
+
+def test_a_sweep_of_16_settings_shows_the_best_8_at_a_bounded_size(tmp_path, captured):
+    settings = [{"lr": lr, "ent_coef": e} for lr in (1e-4, 3e-4, 1e-3, 3e-3) for e in (0.0, 0.1)]
+    settings += [{"lr": lr, "ent_coef": 0.01} for lr in (1e-5, 3e-5, 1e-2, 3e-2, 0.1, 0.3, 1, 3)]
+    sweep = _run_dir(tmp_path / "sweep", settings=settings)
+    plots.plot_runs([sweep], tmp_path / "figs", num_resamples=100)
+    for fig in captured:
+        width, height = fig.get_size_inches()
+        assert height <= plots.MAX_HEIGHT and width <= 16, (fig.axes[0].get_title(), width, height)
+    lines = _curves(captured[0])
+    # returns grow with the setting index: the best 8 are the last 8, best first
+    assert list(lines) == [
+        f"mappo lr={plots._fmt(float(lr))}, ent_coef=0.01"
+        for lr in (3, 1, 0.3, 0.1, 3e-2, 1e-2, 3e-5, 1e-5)
+    ]
+    styles = {(ln.get_color(), ln.get_linestyle()) for ln in lines.values()}
+    assert len(styles) == 8, "every curve has its own colour"
+    assert "best 8 of 16" in captured[0]._suptitle.get_text()
+    poi = captured[-1]
+    assert len(poi.axes[0].get_yticklabels()) == 7  # the best against each other one
+
+
+def test_run_learning_curve_band_and_references(tmp_path, captured):
+    ret = np.full((1, 2, 5), np.nan)
+    ret[0, 0, [1, 3]] = [1.0, 3.0]
+    ret[0, 1, [2, 4]] = [2.0, 4.0]
+    results.plot_learning_curves(
+        np.arange(5), ret, [""], tmp_path / "curve.png", references={"optimum": 11.0}
+    )
+    (fig,) = captured
+    line, ref = fig.axes[0].get_lines()
+    np.testing.assert_array_equal(line.get_xdata(), [2, 3, 4])  # both seeds have a value
+    np.testing.assert_allclose(line.get_ydata(), [1.5, 2.5, 3.5])
+    assert ref.get_ydata()[0] == 11.0
+    assert "mean over 2 seeds" in fig.legends[0].get_title().get_text()
+
+
+def test_curve_band_is_the_mean_with_its_bootstrap_interval():
+    from marljax.evaluation import stats
+
+    x = np.random.default_rng(0).normal(size=(6, 4))
+    band = plots.curve_band(x, np.arange(4), num_resamples=4000)
+    ref = stats.sample_efficiency_curves(
+        jax.random.PRNGKey(0), x[:, None], "mean", num_resamples=4000
+    )
+    np.testing.assert_allclose(band.mean, ref.point, rtol=1e-5)
+    np.testing.assert_allclose(band.low, ref.low, atol=0.1)
+    np.testing.assert_allclose(band.high, ref.high, atol=0.1)
+    assert plots.curve_band(np.full((2, 3), np.nan), np.arange(3)) is None
+
+
+def test_cli_plot_writes_to_a_new_folder(tmp_path, monkeypatch, capsys):
+    a = _run_dir(tmp_path / "runs" / "a", lr=1e-3)
+    b = _run_dir(tmp_path / "runs" / "b", lr=3e-4)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["plot", str(a), str(b), "--top", "1"]) == 0
+    written = capsys.readouterr().out.split()
+    assert written and all(p.startswith("plots/a_vs_b/") for p in written), written
+    assert sorted((tmp_path / "runs" / "a").iterdir()) == [a / "config.json", a / "metrics.npz"]

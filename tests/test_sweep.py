@@ -261,3 +261,22 @@ def test_interrupted_sweep_resumes_to_the_uninterrupted_sweep_bitwise(tmp_path):
     for a, b in zip(jax.tree.leaves(full.states), jax.tree.leaves(resumed.states)):
         np.testing.assert_array_equal(a, b)
     assert (tmp_path / "cut" / "sweep.json").exists()
+
+
+def test_a_tie_at_the_top_is_reported_as_a_tie(tmp_path):
+    scores = np.array([7.0, 11.0, np.nan, 11.0 * (1 - 1e-8), 10.999])
+    assert sw.tied_best(scores) == [1, 3]  # equal up to float rounding; 10.999 is not
+    assert sw.tied_best(np.array([1.0, 2.0])) == [1]
+    assert sw.tied_best(np.array([np.nan])) == []
+    settings = [{"lr": float(g)} for g in range(5)]
+    final = np.stack([scores, scores], axis=1)
+    result = sw.SweepResult(
+        str(tmp_path), settings, [0, 1], {}, None, final, scores, 1, settings[1], None,
+        "episode_return", "max", np.ones((5, 2), bool), tied=sw.tied_best(scores),
+    )  # fmt: skip
+    text = sw._ranking_text(result)
+    assert "tie: settings 1 (lr=1), 3 (lr=3) score 11.0000" in text, text
+    assert text.count("(tied for best)") == 2
+    sw._write_summary(str(tmp_path), result)
+    best = json.loads((tmp_path / "sweep.json").read_text())["best"]
+    assert best["index"] == 1 and best["tied_with"] == [3] and best["tie"].startswith("tie:")

@@ -98,6 +98,18 @@ def make_matrix_game(
 
 _REPEATED_ROUNDS = 50
 
+# Reference returns per episode (undiscounted, mean over the learning agents: the unit of the
+# `episode_return` metric) under each id's defaults, read off the payoff tables in `payoffs`.
+_PENALTY_REFS = {"optimum (0, 2) or (2, 0)": 10.0, "safe equilibrium (1, 1)": 2.0}
+_REFERENCES = {
+    "prisoners_dilemma": {"mutual cooperation": 3.0, "mutual defection (equilibrium)": 1.0},
+    "stag_hunt": {"stag, stag (payoff-dominant)": 2.0, "hare, hare (risk-dominant)": 1.0},
+    "climbing": {"optimum (0, 0)": 11.0, "relative-overgeneralisation equilibrium (1, 1)": 7.0},
+    "nonmonotonic": {"optimum (0, 0)": 8.0, "safe equilibria (1-2, 1-2)": 0.0},
+    "public_goods": {"all contribute": 1.5, "none contribute (equilibrium)": 1.0},
+    **{f"penalty_k{k}": _PENALTY_REFS for k in (0, 25, 50, 75, 100)},
+}
+
 
 def _register_all() -> None:
     one_shot = {
@@ -123,7 +135,13 @@ def _register_all() -> None:
         kwargs = {"game": game}
         if game == "public_goods":
             kwargs["num_agents"] = 3
-        register(f"matrix/{env_id}-v0", make_matrix_game, kwargs=kwargs, description=description)
+        register(
+            f"matrix/{env_id}-v0",
+            make_matrix_game,
+            kwargs=kwargs,
+            description=description,
+            references=_REFERENCES.get(env_id),
+        )
 
     rounds = {"num_rounds": _REPEATED_ROUNDS}
     register(
@@ -132,6 +150,10 @@ def _register_all() -> None:
         kwargs={"game": "prisoners_dilemma"},
         params=rounds,
         description=f"Iterated Prisoner's Dilemma, {_REPEATED_ROUNDS} rounds",
+        references={
+            "mutual cooperation": 3.0 * _REPEATED_ROUNDS,
+            "mutual defection": 1.0 * _REPEATED_ROUNDS,
+        },
     )
     register(
         "matrix/ipd_tft-v0",
@@ -139,6 +161,12 @@ def _register_all() -> None:
         kwargs={"game": "prisoners_dilemma", "coplayer": "tit_for_tat"},
         params=rounds,
         description=f"Iterated Prisoner's Dilemma, {_REPEATED_ROUNDS} rounds, 1 learner vs tit-for-tat",
+        # the learner's return; tit-for-tat copies the learner's previous move
+        references={
+            "best response (cooperate, defect in the last round)": 3.0 * _REPEATED_ROUNDS + 2.0,
+            "always cooperate": 3.0 * _REPEATED_ROUNDS,
+            "always defect": 5.0 + 1.0 * (_REPEATED_ROUNDS - 1),
+        },
     )
     register(
         "matrix/rrps-v0",
@@ -157,6 +185,7 @@ def _register_all() -> None:
         "matrix/two_step-v0",
         TwoStepGame,
         description="QMIX two-step game (Rashid et al. 2018)",
+        references={"optimum (2B, then (1, 1))": 8.0, "safe (2A)": 7.0},
     )
 
 

@@ -4,6 +4,7 @@ from marljax.core import spaces
 from marljax.core.registry import (
     EnvSpec,
     MissingDependencyError,
+    env_references,
     make,
     register,
     register_family,
@@ -36,6 +37,7 @@ __all__ = [
     "ValidateActions",
     "Wrapper",
     "default_global_state",
+    "env_references",
     "make",
     "register",
     "register_family",

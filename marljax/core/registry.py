@@ -29,13 +29,20 @@ _ID_RE = re.compile(r"^[a-z0-9_]+/[A-Za-z0-9_\-\.]+-v\d+$")
 
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
-    """A registered environment: its id, constructor and default keyword arguments."""
+    """A registered environment: its id, constructor and default keyword arguments.
+
+    `references` maps a short name to a per-episode return that a learner can be measured
+    against (e.g. the optimum and the equilibria of a matrix game), in the unit of the
+    `episode_return` training metric (the undiscounted episode return, mean over agents) and
+    valid for the registered defaults only (see `env_references`).
+    """
 
     env_id: str
     entry_point: Callable[..., Environment]
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     description: str = ""
+    references: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 class MissingDependencyError(ModuleNotFoundError, KeyError):
@@ -60,6 +67,7 @@ def register(
     kwargs: dict[str, Any] | None = None,
     params: dict[str, Any] | None = None,
     description: str = "",
+    references: dict[str, float] | None = None,
 ) -> None:
     """Register an environment under a versioned id `family/name-vN`.
 
@@ -69,13 +77,17 @@ def register(
       kwargs: default static constructor arguments.
       params: default overrides of the env's `default_params()` fields for this id.
       description: one line shown by `marljax envs`.
+      references: optional `{name: return}` reference values (e.g. `{"optimum (0, 0)": 11.0}`):
+        per-episode returns in the unit of the `episode_return` metric (undiscounted, mean over
+        agents) under the defaults of this id; plots draw them and run summaries print them.
     """
     if not _ID_RE.match(env_id):
         raise ValueError(f"env id {env_id!r} must look like 'family/name-v0'")
     if env_id in _REGISTRY:
         raise ValueError(f"env id {env_id!r} is already registered")
+    refs = {str(k): float(v) for k, v in (references or {}).items()}
     _REGISTRY[env_id] = EnvSpec(
-        env_id, entry_point, dict(kwargs or {}), dict(params or {}), description
+        env_id, entry_point, dict(kwargs or {}), dict(params or {}), description, refs
     )
 
 
@@ -114,6 +126,30 @@ def spec(env_id: str) -> EnvSpec:
             f"{len(_REGISTRY)} registered ids."
         )
     return _REGISTRY[env_id]
+
+
+def env_references(env_id: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:
+    """Reference returns of an env (optimum, equilibria, ...), `{name: per-episode return}`.
+
+    The values are those declared at registration, in the unit of the `episode_return`
+    training metric (undiscounted episode return, mean over agents). They hold for the
+    registered defaults only: with any `overrides` (env options such as payoffs or the number
+    of rounds) the result is empty, and so it is for an unknown id or one without references.
+
+    Args:
+      env_id: a registered id, e.g. `"matrix/climbing-v0"`.
+      overrides: the env options of the run (`Experiment.env_kwargs`), if any.
+
+    Returns:
+      `{name: value}` in the order they were declared, e.g.
+      `{"optimum (0, 0)": 11.0, "suboptimal equilibrium (1, 1)": 7.0}` for the climbing game.
+    """
+    if overrides:
+        return {}
+    try:
+        return dict(spec(env_id).references)
+    except KeyError:  # unknown ids and missing optional packages: nothing to draw
+        return {}
 
 
 def _static_arg_names(entry_point: Callable[..., Any]) -> list[str]:

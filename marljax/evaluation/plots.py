@@ -28,7 +28,7 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -47,10 +47,18 @@ def _pyplot():
     return plt
 
 
+#: figures never grow taller than this (inches), however many settings they show
+MAX_HEIGHT = 8.0
+#: `plot_runs` shows at most this many settings (the best by mean final return) by default
+DEFAULT_TOP = 8
+_LINESTYLES = ("-", "--", ":", "-.")
+
+
 def _save(fig, path: PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     fig.savefig(path)
     _pyplot().close(fig)
     return path
@@ -59,6 +67,16 @@ def _save(fig, path: PathLike) -> Path:
 def _colors(n: int) -> list:
     cmap = _pyplot().get_cmap("tab10" if n <= 10 else "tab20")
     return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _styles(n: int) -> list[tuple[Any, str]]:
+    """`n` distinct `(colour, line style)` pairs: the 10 tab10 colours, then other line styles."""
+    cmap = _pyplot().get_cmap("tab10")
+    return [(cmap(i % 10), _LINESTYLES[(i // 10) % len(_LINESTYLES)]) for i in range(n)]
+
+
+def _height(rows: int) -> float:
+    return min(MAX_HEIGHT, 0.45 * rows + 1.4)
 
 
 # ----------------------------------------------------------------------------- figures
@@ -86,9 +104,8 @@ def plot_interval_estimates(
     plt = _pyplot()
     algos = list(estimates)
     metrics = list(metrics or next(iter(estimates.values())))
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(3.2 * len(metrics), 0.5 * len(algos) + 1.4), squeeze=False
-    )
+    width = 3.2 * len(metrics) + 0.065 * max(len(a) for a in algos)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, _height(len(algos))), squeeze=False)
     colors = _colors(len(algos))
     for ax, m in zip(axes[0], metrics):
         for i, a in enumerate(algos):
@@ -96,6 +113,7 @@ def plot_interval_estimates(
             ax.barh(i, hi - lo, left=lo, height=0.6, color=colors[i], alpha=0.75)
             ax.vlines(p, i - 0.3, i + 0.3, color="black", linewidth=1.5)
         ax.set_yticks(range(len(algos)), algos if ax is axes[0][0] else [""] * len(algos))
+        ax.set_ylim(len(algos) - 0.5, -0.5)  # the first algorithm on top
         ax.set_title(m.replace("_", " "))
         ax.set_xlabel(xlabel)
         ax.margins(x=0.08)  # keeps zero-width intervals at the data range's edge visible
@@ -122,17 +140,26 @@ def plot_probability_of_improvement(
     """
     plt = _pyplot()
     pairs = list(estimates)
-    fig, ax = plt.subplots(figsize=(5.5, 0.5 * len(pairs) + 1.4))
+    firsts = {x for x, _ in pairs}
+    if len(firsts) == 1 and len(pairs) > 1:  # one setting against the others: name the others
+        ticks = [y for _, y in pairs]
+        xlabel = f"P({pairs[0][0]} > setting)"
+    else:
+        ticks = [f"P({x} > {y})" for x, y in pairs]
+        xlabel = "probability of improvement"
+    width = max(6.0, 3.5 + 0.065 * max(len(t) for t in ticks))
+    fig, ax = plt.subplots(figsize=(min(width, 14.0), _height(len(pairs))))
     for i, pair in enumerate(pairs):
         p, lo, hi = (float(v) for v in estimates[pair])
         ax.barh(i, hi - lo, left=lo, height=0.6, color="tab:blue", alpha=0.6)
         ax.vlines(p, i - 0.3, i + 0.3, color="black", linewidth=1.5)
     ax.axvline(0.5, color="gray", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(pairs)), [f"P({x} > {y})" for x, y in pairs])
+    ax.set_yticks(range(len(pairs)), ticks)
+    ax.set_ylim(len(pairs) - 0.5, -0.5)  # the first pair on top
     ax.set_xlim(0.0, 1.0)
-    ax.set_xlabel("probability of improvement")
+    ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=9)
     return _save(fig, path)
 
 
@@ -159,9 +186,9 @@ def plot_performance_profiles(
     if isinstance(profiles, stats.Interval):
         profiles = {"": profiles}
     taus = np.asarray(taus)
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for color, (a, est) in zip(_colors(len(profiles)), profiles.items()):
-        ax.plot(taus, np.asarray(est.point), color=color, label=a)
+    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+    for (color, style), (a, est) in zip(_styles(len(profiles)), profiles.items()):
+        ax.plot(taus, np.asarray(est.point), color=color, linestyle=style, label=a)
         ax.fill_between(taus, np.asarray(est.low), np.asarray(est.high), color=color, alpha=0.2)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"fraction of runs with score $> \tau$")
@@ -169,7 +196,7 @@ def plot_performance_profiles(
     ax.grid(alpha=0.3)
     ax.set_title(title)
     if len(profiles) > 1 or next(iter(profiles)):
-        ax.legend(fontsize=8)
+        _legend_outside(fig, ax.get_legend_handles_labels())
     return _save(fig, path)
 
 
@@ -195,22 +222,39 @@ def plot_sample_efficiency(
     plt = _pyplot()
     if isinstance(curves, stats.Interval):
         curves = {"": curves}
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     _draw_curves(ax, curves, {a: np.asarray(steps) for a in curves})
+    if len(curves) > 1 or next(iter(curves), ""):
+        _legend_outside(fig, ax.get_legend_handles_labels())
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     return _save(fig, path)
 
 
 def _draw_curves(ax, curves: Mapping[str, stats.Interval], steps: Mapping[str, np.ndarray]):
-    for color, (a, est) in zip(_colors(len(curves)), curves.items()):
+    for (color, style), (a, est) in zip(_styles(len(curves)), curves.items()):
         x = steps[a]
-        ax.plot(x, np.asarray(est.point), color=color, label=a)
+        ax.plot(x, np.asarray(est.point), color=color, linestyle=style, label=a)
         ax.fill_between(x, np.asarray(est.low), np.asarray(est.high), color=color, alpha=0.2)
     ax.set_xlabel("environment steps")
     ax.grid(alpha=0.3)
-    if len(curves) > 1 or next(iter(curves), ""):
-        ax.legend(fontsize=8)
+
+
+def _legend_outside(fig, handles_labels, title: str | None = None) -> None:
+    """One legend right of the axes (never over the curves); labels wrapped at 40 characters."""
+    import textwrap
+
+    handles, labels = handles_labels
+    labels = ["\n".join(textwrap.wrap(lb, 40)) or lb for lb in labels]
+    fig.legend(
+        handles,
+        labels,
+        loc="outside right upper",
+        fontsize=8,
+        title=title,
+        title_fontsize=8,
+        alignment="left",
+    )
 
 
 def plot_crossplay_heatmap(
@@ -287,7 +331,8 @@ def plot_social_metrics(
     The training metrics of an env wrapped in `marljax.evaluation.social.SocialMetrics` hold
     `"social/<name>"` arrays `[S, U]` (seeds x updates); each line is `statistic` over seeds
     at each update with a percentile bootstrap band over seeds (`stats.sample_efficiency_curves`).
-    Updates in which some seed finished no episode (NaN) are left out of that line.
+    As in `curve_band`, an update in which a seed finished no episode (NaN) carries that seed's
+    last value forward; a line starts once every seed has a value.
 
     Args:
       runs: `{label: {metric: [S, U]}}`, e.g. `{"shared": metrics, "independent": metrics}`
@@ -344,7 +389,8 @@ def plot_social_metrics(
                     f"run {label!r} metric {m!r} must be [S, U] = [seeds, {steps.shape[0]}] "
                     f"(one value per update, U = len(steps)), got shape {x.shape}"
                 )
-            ok = _complete_updates(x)
+            x = fill_forward(x)  # as `curve_band`: a seed's last finished episode carries on
+            ok = np.all(np.isfinite(x), axis=0)
             if not ok.any():
                 raise ValueError(
                     f"run {label!r} metric {m!r} has no update in which every seed finished "
@@ -359,18 +405,20 @@ def plot_social_metrics(
             )
             curves[m][label] = (steps[ok], est)
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.2), squeeze=False)
-    colors = _colors(len(runs))
+    fig, axes = plt.subplots(
+        1, len(metrics), figsize=(3.6 * len(metrics), 3.2), squeeze=False, layout="constrained"
+    )
+    styles = _styles(len(runs))
     for ax, m in zip(axes[0], metrics):
-        for color, (label, (x, est)) in zip(colors, curves[m].items()):
-            ax.plot(x, np.asarray(est.point), color=color, label=label)
+        for (color, style), (label, (x, est)) in zip(styles, curves[m].items()):
+            ax.plot(x, np.asarray(est.point), color=color, linestyle=style, label=label)
             ax.fill_between(x, np.asarray(est.low), np.asarray(est.high), color=color, alpha=0.2)
         ax.set_title(m.removeprefix("social/").replace("_", " "))
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"{statistic} over seeds, {confidence:.0%} CI")
     if len(runs) > 1 or next(iter(runs)):
-        axes[0][-1].legend(fontsize=8)
+        _legend_outside(fig, axes[0][0].get_legend_handles_labels())
     if title:
         fig.suptitle(title)
     return _save(fig, path)
@@ -489,6 +537,165 @@ def plot_swarm_snapshot(
     return _save(fig, path)
 
 
+# ----------------------------------------------------------------------------- learning curves
+
+
+class CurveBand(NamedTuple):
+    """A learning curve with its band (`curve_band`).
+
+    Attributes:
+      steps: `[T]` environment steps of the points shown.
+      mean: `[T]` mean return over seeds.
+      low: `[T]` lower bound of the bootstrap confidence interval of the mean.
+      high: `[T]` upper bound.
+      num_seeds: the number of seeds `S`.
+    """
+
+    steps: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    num_seeds: int
+
+
+def fill_forward(values: Any) -> np.ndarray:
+    """Carry each row's last finite value forward over the NaN entries that follow it.
+
+    Args:
+      values: `[..., U]` per-update values, NaN where an update had no finished episode.
+
+    Returns:
+      `[..., U]` float64, NaN only before the first finite value of a row.
+    """
+    x = np.array(values, np.float64)
+    ok = np.isfinite(x)
+    idx = np.where(ok, np.arange(x.shape[-1]), 0)
+    idx = np.maximum.accumulate(idx, axis=-1)
+    out = np.take_along_axis(x, idx, axis=-1)
+    out[~np.maximum.accumulate(ok, axis=-1)] = np.nan
+    return out
+
+
+def curve_band(
+    returns: Any,
+    env_steps: Any,
+    confidence: float = 0.95,
+    num_resamples: int = 2000,
+    seed: int = 0,
+) -> CurveBand | None:
+    """The learning-curve statistic of every marljax plot: the mean over seeds, with a
+    percentile bootstrap confidence interval of that mean (seeds resampled with replacement).
+
+    An update in which a seed finished no episode (NaN) carries that seed's last finished
+    return forward (`fill_forward`), so a curve shows the return of the latest finished
+    episodes and has no gaps; it starts at the first update by which every seed has finished
+    an episode. The interval is the procedure of `stats.sample_efficiency_curves(...,
+    statistic="mean")` for one task (whole curves resampled, `(1 -+ confidence) / 2`
+    quantiles), computed with numpy so that drawing a run's curve compiles nothing.
+
+    Args:
+      returns: `[S, U]` per-update returns (NaN where no episode finished).
+      env_steps: `[U]` environment steps of the updates.
+      confidence: coverage of the band, in `(0, 1)`.
+      num_resamples: bootstrap resamples.
+      seed: seed of the resampling.
+
+    Returns:
+      A `CurveBand` (with one seed the band is the curve itself), or None when some seed
+      finished no episode at all.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    steps = np.asarray(env_steps).reshape(-1)
+    x = fill_forward(np.asarray(returns, np.float64).reshape(-1, steps.shape[0]))
+    ok = np.all(np.isfinite(x), axis=0)
+    if not ok.any():
+        return None
+    x = x[:, ok]
+    num_seeds = x.shape[0]
+    mean = x.mean(axis=0)
+    low, high = mean.copy(), mean.copy()
+    if num_seeds > 1:
+        rng = np.random.default_rng(seed)
+        weights = rng.multinomial(num_seeds, np.full(num_seeds, 1.0 / num_seeds), num_resamples)
+        weights = weights / num_seeds  # [B, S]: a resample's mean is weights @ x
+        alpha = (1.0 - confidence) / 2.0
+        for start in range(0, x.shape[1], 1024):  # [B, 1024] replicates at a time
+            cols = slice(start, start + 1024)
+            low[cols], high[cols] = np.quantile(weights @ x[:, cols], [alpha, 1 - alpha], axis=0)
+    return CurveBand(steps[ok], mean, low, high, num_seeds)
+
+
+def band_name(num_seeds: Sequence[int], confidence: float = 0.95) -> str:
+    """The legend title that names the curve statistic and its band (`curve_band`), e.g.
+    "line: mean over 4 seeds" and "band: 95% bootstrap CI of the mean" on two lines."""
+    counts = sorted(set(int(n) for n in num_seeds))
+    if counts == [1]:
+        return "1 seed (no confidence band)"
+    seeds = f"{counts[0]} seeds" if len(counts) == 1 else "seeds (n per curve)"
+    return f"line: mean over {seeds}\nband: {confidence:.0%} bootstrap CI of the mean"
+
+
+def _draw_learning_curves(
+    path: PathLike,
+    panels: Sequence[tuple[str, Sequence[tuple[str, CurveBand]], Mapping[str, float]]],
+    confidence: float,
+    title: str = "",
+    styles: Mapping[str, tuple[Any, str]] | None = None,
+) -> Path:
+    """One panel per task: `(panel title, [(label, band)], references)`; one legend outside."""
+    import math
+
+    plt = _pyplot()
+    labels = list(dict.fromkeys(lb for _, curves, _ in panels for lb, _ in curves))
+    styles = dict(styles or zip(labels, _styles(len(labels))))
+    seeds = [band.num_seeds for _, curves, _ in panels for _, band in curves]
+    several = len(set(seeds)) > 1
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    longest = max([len(lb) for lb in labels] + [len(r) for *_, refs in panels for r in refs] + [8])
+    legend_width = min(4.0, 0.06 * min(longest, 40) + 0.8)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(4.6 * ncols + legend_width, min(MAX_HEIGHT, 3.4 * nrows + 0.4)),
+        squeeze=False,
+        layout="constrained",
+    )
+    handles: dict[str, Any] = {}
+    ref_styles = ((0, (5, 3)), (0, (1, 2)), (0, (6, 2, 1, 2)), (0, (2, 4)))
+    for i, (ax, (panel, curves, refs)) in enumerate(zip(axes.flat, panels)):
+        for label, band in curves:
+            color, style = styles[label]
+            text = f"{label} (n={band.num_seeds})" if several else label
+            (line,) = ax.plot(band.steps, band.mean, color=color, linestyle=style, label=text)
+            ax.fill_between(band.steps, band.low, band.high, color=color, alpha=0.2)
+            handles.setdefault(text, line)
+        for j, (name, value) in enumerate(refs.items()):
+            text = f"{name} = {value:g}" + (f" ({panel})" if len(panels) > 1 else "")
+            ref = ax.axhline(
+                value, color="0.3", linewidth=1.0, linestyle=ref_styles[j % len(ref_styles)]
+            )
+            handles.setdefault(text, ref)
+        if not curves:
+            ax.text(
+                0.5, 0.5, "no seed has finished an episode yet", ha="center", transform=ax.transAxes
+            )
+        ax.set_title(panel, fontsize=10)
+        ax.set_xlabel("environment steps")
+        if i % ncols == 0:
+            ax.set_ylabel("episode return")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    if handles:
+        name = band_name(seeds, confidence) if seeds else None
+        _legend_outside(fig, (list(handles.values()), list(handles)), name)
+    if title:
+        fig.suptitle(title, fontsize=10, x=0.02, ha="left")
+    return _save(fig, path)
+
+
 # ----------------------------------------------------------------------------- run directories
 
 
@@ -499,9 +706,11 @@ class RunData:
     Attributes:
       run_dir: the directory.
       env: registered env id (the task).
-      labels: `G` names, `algo` or `algo[setting]`.
+      labels: `G` names of the run on its own, `algo` or `algo[setting]` (`label_runs` names
+        the settings of several runs by what differs between them).
       env_steps: `[U]` environment steps of the updates.
       returns: `[G, S, U]` training-episode returns (NaN where no episode finished).
+      config: the run's `config.json`.
     """
 
     run_dir: Path
@@ -509,6 +718,7 @@ class RunData:
     labels: list[str]
     env_steps: np.ndarray
     returns: np.ndarray
+    config: dict = dataclasses.field(default_factory=dict)
 
 
 def load_run(run_dir: PathLike) -> RunData:
@@ -534,78 +744,140 @@ def load_run(run_dir: PathLike) -> RunData:
     with np.load(run_dir / "metrics.npz") as m:
         returns = np.asarray(m["episode_return"], np.float64)
         steps = np.asarray(m["env_steps"])[0, 0]
+    if returns.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
+        returns = returns.reshape(*returns.shape[:3], -1).mean(axis=-1)
     labels = []
     for s in settings:
-        tag = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in s.items())
+        tag = ",".join(f"{k}={_fmt(v)}" for k, v in s.items())
         labels.append(f"{algo}[{tag}]" if tag else algo)
     if len(labels) != returns.shape[0]:
         labels = [f"{algo}[{g}]" for g in range(returns.shape[0])]
-    return RunData(run_dir, exp.get("env", "task"), labels, steps, returns)
+    return RunData(run_dir, exp.get("env", "task"), labels, steps, returns, config)
 
 
-def _complete_updates(returns: np.ndarray) -> np.ndarray:
-    """`[U]` bool, the updates in which every seed finished an episode."""
-    return np.all(np.isfinite(returns), axis=0)
+def _fmt(v: Any) -> str:
+    """A config value as a label shows it: `3e-4`, `0.99`, `64,64`, `none`."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        plain = f"{v:.4g}"
+        mantissa, _, exponent = f"{v:.3e}".partition("e")
+        short = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+        return short if v != 0 and abs(v) < 1 and len(short) < len(plain) else plain
+    if isinstance(v, (list, tuple)):
+        return ",".join(_fmt(x) for x in v)
+    if isinstance(v, dict):
+        return json.dumps(v, separators=(",", ":"), sort_keys=True)
+    return str(v)
 
 
-def plot_learning_curves(
-    run_dirs: Sequence[PathLike],
-    path: PathLike,
-    statistic: str = "mean",
-    key: jax.Array | None = None,
-    num_resamples: int = 2000,
-    confidence: float = 0.95,
-) -> Path:
-    """Learning curves of run directories with bootstrap confidence bands over seeds.
+#: experiment keys that say how a run was stored, executed or ranked, or define a sweep (whose
+#: settings are described one by one): never part of a label
+_NOT_DESCRIBING = (
+    "out_dir",
+    "name",
+    "checkpoint",
+    "check_finite",
+    "devices",
+    "layout",
+    "chunk_updates",
+    "grid",
+    "sample",
+    "num_samples",
+    "sample_seed",
+    "metric",
+    "mode",
+    "window",
+)
 
-    For every run and hyperparameter setting, the curve is `statistic` over seeds at each
-    update (updates in which some seed finished no episode are left out), and the band its
-    `confidence` percentile bootstrap interval (seeds resampled).
+
+def _describe(run: RunData, g: int) -> dict[str, str]:
+    """Everything that defines setting `g` of a run, `{key: value}` with `--set`-style keys."""
+    exp = run.config.get("experiment", {})
+    resolved = run.config.get("resolved", {})
+    out = {"algo": str(exp.get("algo", run.run_dir.name)), "env": run.env}
+    for k, v in exp.items():
+        if k not in (*_NOT_DESCRIBING, "algo", "env", "env_kwargs", "train", "agent", "hparams"):
+            out[k] = _fmt(v)
+    for k, v in (exp.get("env_kwargs") or {}).items():
+        out[f"env.{k}"] = _fmt(v)
+    settings = resolved.get("grid_settings") or [{}]
+    hparams = resolved.get("hparams")
+    if isinstance(hparams, list) and g < len(hparams):
+        hp = hparams[g]
+    else:
+        hp = {**(exp.get("hparams") or {}), **(settings[g] if g < len(settings) else {})}
+    train = resolved.get("train") or exp.get("train") or {}
+    train = {k: v for k, v in train.items() if k not in ("progress", "num_updates")}
+    agent = resolved.get("agent") or exp.get("agent") or {}
+    for group, values in (("train", train), ("agent", agent), ("hparams", hp)):
+        for k, v in values.items():
+            out[k if k not in out else f"{group}.{k}"] = _fmt(v)
+    return out
+
+
+class _Entry(NamedTuple):
+    """One setting of one run: a curve and a row of the aggregate figures."""
+
+    label: str
+    task: str
+    run: RunData
+    index: int  # the setting g of the run
+
+
+def _entries(runs: Sequence[RunData]) -> list[_Entry]:
+    """Every (run, setting), labelled by what differs between them (see `label_runs`)."""
+    pairs = [(run, g) for run in runs for g in range(run.returns.shape[0])]
+    desc = [_describe(run, g) for run, g in pairs]
+    keys = list(dict.fromkeys(k for d in desc for k in d))
+    differ = [k for k in keys if len({d.get(k, "default") for d in desc}) > 1]
+    task_keys = [k for k in differ if k.startswith("env.")]
+    label_keys = [k for k in differ if k not in ("algo", "env", *task_keys)]
+    labels, tasks = [], []
+    for d in desc:
+        parts = ", ".join(f"{k}={d.get(k, 'default')}" for k in label_keys)
+        labels.append(f"{d['algo']} {parts}".strip())
+        env_parts = ", ".join(f"{k}={d.get(k, 'default')}" for k in task_keys)
+        tasks.append(f"{d['env']} {env_parts}".strip())
+    # Entries that no config value tells apart: named by their run directory (and setting).
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, key in enumerate(zip(labels, tasks)):
+        groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        names = [pairs[i][0].run_dir.name for i in members]
+        for i in members:
+            run, g = pairs[i]
+            tag = run.run_dir.name if names.count(run.run_dir.name) == 1 else str(run.run_dir)
+            tag += f"[{g}]" if run.returns.shape[0] > 1 else ""
+            labels[i] = f"{labels[i]} ({tag})"
+    out: list[_Entry] = []
+    for (run, g), label, task in zip(pairs, labels, tasks):  # the same run given twice
+        out.append(
+            _Entry(_unique(label, {e.label: 0 for e in out if e.task == task}), task, run, g)
+        )
+    return out
+
+
+def label_runs(runs: Sequence[RunData]) -> list[list[str]]:
+    """Names of every setting of every run, from what differs between their configs.
+
+    A label is the algorithm followed by the config values that differ between the settings
+    shown together, `--set`-style (`"mappo lr=3e-4"`, `"ippo ent_coef=0.01, seeds=8"`); the
+    env and its options are the task, not the label. Settings that no config value tells apart
+    are named by their run directory (`"mappo (run_a)"`), so two runs are never one row.
 
     Args:
-      run_dirs: run directories.
-      path: output PNG.
-      statistic: an aggregate name (`"mean"`, `"iqm"`, `"median"`).
-      key: PRNG key (default `PRNGKey(0)`).
-      num_resamples: bootstrap resamples.
-      confidence: band coverage.
+      runs: `load_run` outputs.
 
     Returns:
-      The written path.
+      `[[label of setting g] for each run]`.
     """
-    key = jax.random.PRNGKey(0) if key is None else key
-    runs = [load_run(d) for d in run_dirs]
-    curves, steps, envs = {}, {}, set()
-    envs_all = {run.env for run in runs}
-    for r, run in enumerate(runs):
-        envs.add(run.env)
-        for g, label in enumerate(run.labels):
-            name = _unique(f"{label} ({run.env})" if len(envs_all) > 1 else label, curves)
-            ret = run.returns[g]
-            ok = _complete_updates(ret)
-            if not ok.any():
-                warnings.warn(
-                    f"{run.run_dir}: {label} has no update where every seed finished "
-                    "an episode; left out of the learning curves",
-                    stacklevel=2,
-                )
-                continue
-            curves[name] = stats.sample_efficiency_curves(
-                jax.random.fold_in(key, 1000 * r + g),
-                ret[:, None, ok],
-                statistic=statistic,
-                num_resamples=num_resamples,
-                confidence=confidence,
-            )
-            steps[name] = run.env_steps[ok]
-    if not curves:
-        raise ValueError("no run holds a complete update to plot")
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    _draw_curves(ax, curves, steps)
-    ax.set_ylabel(f"episode return ({statistic} over seeds, {confidence:.0%} CI)")
-    ax.set_title(", ".join(sorted(envs)))
-    return _save(fig, path)
+    entries = iter(_entries(runs))
+    return [[next(entries).label for _ in range(run.returns.shape[0])] for run in runs]
 
 
 def _unique(name: str, taken: Mapping[str, Any]) -> str:
@@ -615,28 +887,135 @@ def _unique(name: str, taken: Mapping[str, Any]) -> str:
     return out
 
 
-def _final_scores(runs: Sequence[RunData]) -> dict[str, dict[str, list[float]]]:
-    """`{label: {env: [final return per seed]}}` (last update with a finite return)."""
+def _final(run: RunData, g: int, label: str) -> list[float]:
+    """Each seed's final return (last update with a finished episode)."""
+    seeds = []
+    for s, curve in enumerate(run.returns[g]):
+        finite = curve[np.isfinite(curve)]
+        if finite.size:
+            seeds.append(float(finite[-1]))
+        else:
+            warnings.warn(
+                f"{run.run_dir}: {label} seed {s} finished no episode; left out of the final "
+                "scores",
+                stacklevel=3,
+            )
+    return seeds
+
+
+def _final_scores(entries: Sequence[_Entry]) -> dict[str, dict[str, list[float]]]:
+    """`{label: {task: [final return per seed]}}`; every (label, task) is one setting of one
+    run (never seeds of several runs pooled)."""
     out: dict[str, dict[str, list[float]]] = {}
-    for run in runs:
-        for g, label in enumerate(run.labels):
-            per_env = out.setdefault(label, {})
-            if run.env in per_env:
-                warnings.warn(
-                    f"{label} on {run.env} appears in several runs; seeds are pooled", stacklevel=3
-                )
-            seeds = per_env.setdefault(run.env, [])
-            for s, curve in enumerate(run.returns[g]):
-                finite = curve[np.isfinite(curve)]
-                if finite.size:
-                    seeds.append(float(finite[-1]))
-                else:
-                    warnings.warn(
-                        f"{run.run_dir}: {label} seed {s} finished no episode; left "
-                        "out of the final scores",
-                        stacklevel=3,
-                    )
+    for e in entries:
+        per_task = out.setdefault(e.label, {})
+        assert e.task not in per_task, f"{e.label} on {e.task} twice"
+        per_task[e.task] = _final(e.run, e.index, e.label)
     return out
+
+
+def _ranked(finals: Mapping[str, Mapping[str, list[float]]]) -> list[str]:
+    """Labels by mean final return (mean over tasks of the mean over seeds), best first."""
+
+    def score(label: str) -> float:
+        means = [float(np.mean(v)) for v in finals[label].values() if len(v)]
+        return float(np.mean(means)) if means else -np.inf
+
+    return sorted(finals, key=lambda lb: -score(lb))
+
+
+def _shown(entries: Sequence[_Entry], top: int | None) -> tuple[list[str], str]:
+    """The labels to draw (all in their order, or the best `top`) and a caption saying so."""
+    labels = list(dict.fromkeys(e.label for e in entries))
+    if top is None or len(labels) <= top:
+        return labels, ""
+    if top < 1:
+        raise ValueError(f"top must be >= 1, got {top}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # seeds without an episode are reported when plotted
+        best = _ranked(_final_scores(entries))[:top]
+    return best, f"best {top} of {len(labels)} settings by mean final return"
+
+
+def _rng_seed(key: jax.Array) -> list[int]:
+    data = (
+        jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    )
+    return [int(x) for x in np.asarray(data).reshape(-1)]
+
+
+def _curve_panels(
+    entries: Sequence[_Entry],
+    shown: Sequence[str],
+    key: jax.Array,
+    num_resamples: int,
+    confidence: float,
+) -> list[tuple[str, list[tuple[str, CurveBand]], dict[str, float]]]:
+    from marljax.core.registry import env_references
+
+    seed = _rng_seed(key)
+    panels: dict[str, tuple[str, list[tuple[str, CurveBand]], dict[str, float]]] = {}
+    order = {label: i for i, label in enumerate(shown)}
+    for i, e in enumerate(entries):
+        if e.label not in order:
+            continue
+        exp = e.run.config.get("experiment", {})
+        refs = env_references(e.run.env, exp.get("env_kwargs") or None)
+        _, curves, panel_refs = panels.setdefault(e.task, (e.task, [], {}))
+        panel_refs.update(refs)
+        band = curve_band(
+            e.run.returns[e.index],
+            e.run.env_steps,
+            confidence=confidence,
+            num_resamples=num_resamples,
+            seed=[*seed, i],
+        )
+        if band is None:
+            warnings.warn(
+                f"{e.run.run_dir}: {e.label} has a seed that finished no episode; left out of "
+                "the learning curves",
+                stacklevel=3,
+            )
+            continue
+        curves.append((e.label, band))
+    out = [p for p in panels.values() if p[1]]
+    for p in out:
+        p[1].sort(key=lambda c: order[c[0]])
+    if not out:
+        raise ValueError("no run has a seed-complete update to plot")
+    return out
+
+
+def plot_learning_curves(
+    run_dirs: Sequence[PathLike],
+    path: PathLike,
+    key: jax.Array | None = None,
+    num_resamples: int = 2000,
+    confidence: float = 0.95,
+    top: int | None = None,
+) -> Path:
+    """Learning curves of run directories: mean return over seeds with a bootstrap CI band.
+
+    One curve per setting of each run, labelled by what differs between them (`label_runs`);
+    one panel per task (env), with the env's reference returns (`env_references`) as dashed
+    lines. The curve and band are `curve_band`'s, named in the legend.
+
+    Args:
+      run_dirs: run directories.
+      path: output PNG.
+      key: PRNG key of the bootstrap (default `PRNGKey(0)`).
+      num_resamples: bootstrap resamples.
+      confidence: band coverage.
+      top: draw only the best `top` settings by mean final return (default: all).
+
+    Returns:
+      The written path.
+    """
+    key = jax.random.PRNGKey(0) if key is None else key
+    entries = _entries([load_run(d) for d in run_dirs])
+    shown, caption = _shown(entries, top)
+    panels = _curve_panels(entries, shown, key, num_resamples, confidence)
+    return _draw_learning_curves(path, panels, confidence, title=caption)
 
 
 def _social_curves(runs: Sequence[RunData]) -> tuple[dict, np.ndarray] | None:
@@ -647,7 +1026,9 @@ def _social_curves(runs: Sequence[RunData]) -> tuple[dict, np.ndarray] | None:
     """
     curves: dict[str, dict[str, np.ndarray]] = {}
     steps = runs[0].env_steps
-    several_envs = len({run.env for run in runs}) > 1
+    labelled = _entries(runs)
+    several_tasks = len({e.task for e in labelled}) > 1
+    entries = iter(labelled)
     for run in runs:
         with np.load(run.run_dir / "metrics.npz") as m:
             social = {k: np.asarray(m[k], np.float64) for k in m.files if k.startswith("social/")}
@@ -660,10 +1041,16 @@ def _social_curves(runs: Sequence[RunData]) -> tuple[dict, np.ndarray] | None:
                 stacklevel=3,
             )
             return None
-        for g, label in enumerate(run.labels):
-            name = _unique(f"{label} ({run.env})" if several_envs else label, curves)
+        for g in range(run.returns.shape[0]):
+            e = next(entries)
+            name = f"{e.label} ({e.task})" if several_tasks else e.label
             curves[name] = {k: v[g] for k, v in social.items()}
     return curves, steps
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
 
 
 def plot_runs(
@@ -672,48 +1059,64 @@ def plot_runs(
     key: jax.Array | None = None,
     num_resamples: int = 2000,
     confidence: float = 0.95,
+    top: int | None = DEFAULT_TOP,
 ) -> list[Path]:
     """Write every figure that a set of run directories supports.
 
-    Always `learning_curves.png` (mean over seeds with bootstrap bands); `social_metrics.png`
+    Every setting of every run is its own curve and its own row, labelled by what differs
+    between the configs (`label_runs`); seeds of different runs are never pooled. With more
+    than `top` settings, the figures show the best `top` by mean final return (and say so).
+
+    Always `learning_curves.png` (one panel per env: `curve_band`'s mean over seeds with a
+    bootstrap band, the env's reference returns as dashed lines); `social_metrics.png`
     (`plot_social_metrics`) when every run logged `"social/*"` metrics (an env wrapped in
-    `SocialMetrics`) over the same update steps. When there are at
-    least two seeds per algorithm and every algorithm ran on the same environments (tasks):
-    `aggregate_metrics.png` (median, IQM, mean of final returns with stratified-bootstrap CIs;
-    the optimality gap is left out because raw returns have no natural threshold) and
-    `performance_profile.png`; with two or more algorithms, `probability_of_improvement.png`.
-    Final return = each seed's last update with a finished episode. Returns are raw: aggregating
-    over several environments assumes their scores are comparable (normalise them otherwise,
-    with the `stats` functions).
+    `SocialMetrics`) over the same update steps. When there are at least two seeds per setting
+    and every setting ran on the same environments (tasks): `aggregate_metrics.png` (median,
+    IQM, mean of final returns with stratified-bootstrap CIs; the optimality gap is left out
+    because raw returns have no natural threshold) and `performance_profile.png`; with two or
+    more settings, `probability_of_improvement.png` (every pair for up to 4 settings, else the
+    best against each other one). Final return = each seed's last update with a finished
+    episode. Returns are raw: aggregating over several environments assumes their scores are
+    comparable (normalise them otherwise, with the `stats` functions).
 
     Args:
       run_dirs: run directories written by `marljax.experiment`.
-      out_dir: folder for the PNGs (created).
+      out_dir: folder for the PNGs (created); not a run directory nor inside one.
       key: PRNG key (default `PRNGKey(0)`).
       num_resamples: bootstrap resamples.
       confidence: interval coverage.
+      top: the most settings a figure shows (None: all).
 
     Returns:
       The paths written.
+
+    Raises:
+      ValueError: no run directories, or `out_dir` is (inside) one of them.
     """
     if not run_dirs:
         raise ValueError("no run directories given")
+    out_dir = Path(out_dir)
+    unique: dict[Path, Path] = {}
+    for d in run_dirs:
+        unique.setdefault(Path(d).resolve(), Path(d))
+    runs = [load_run(d) for d in unique.values()]
+    for d in unique.values():
+        if _inside(out_dir, d):
+            raise ValueError(
+                f"the output folder {out_dir} is inside the run directory {d}; figures of "
+                "several runs go to a folder of their own (choose another one)"
+            )
     key = jax.random.PRNGKey(0) if key is None else key
     key_curves, key_agg, key_poi, key_prof = jax.random.split(key, 4)
-    out_dir = Path(out_dir)
-    runs = [load_run(d) for d in run_dirs]
-    written = [
-        plot_learning_curves(
-            run_dirs,
-            out_dir / "learning_curves.png",
-            key=key_curves,
-            num_resamples=num_resamples,
-            confidence=confidence,
-        )
-    ]
+    entries = _entries(runs)
+    shown, caption = _shown(entries, top)
+    panels = _curve_panels(entries, shown, key_curves, num_resamples, confidence)
+    written = [_draw_learning_curves(out_dir / "learning_curves.png", panels, confidence, caption)]
     social = _social_curves(runs)
     if social is not None:
         curves, steps = social
+        if caption:
+            curves = {k: v for k, v in curves.items() if k in shown} or curves
         written.append(
             plot_social_metrics(
                 curves,
@@ -722,13 +1125,15 @@ def plot_runs(
                 key=jax.random.fold_in(key_curves, 1),
                 num_resamples=num_resamples,
                 confidence=confidence,
+                title=caption,
             )
         )
-    finals = _final_scores(runs)
-    task_sets = {label: tuple(sorted(per_env)) for label, per_env in finals.items()}
+    finals = _final_scores([e for e in entries if e.label in shown])
+    finals = {label: finals[label] for label in shown}
+    task_sets = {label: tuple(sorted(per_task)) for label, per_task in finals.items()}
     if len(set(task_sets.values())) > 1:
         warnings.warn(
-            f"algorithms ran on different environments {task_sets}; aggregate plots are skipped",
+            f"settings ran on different environments {task_sets}; aggregate plots are skipped",
             stacklevel=2,
         )
         return written
@@ -753,12 +1158,13 @@ def plot_runs(
         num_resamples=num_resamples,
         confidence=confidence,
     )
+    suffix = f"; {caption}" if caption else ""
     written.append(
         plot_interval_estimates(
             agg,
             out_dir / "aggregate_metrics.png",
             xlabel="final return",
-            title=f"{len(tasks)} task(s), {confidence:.0%} stratified-bootstrap CIs",
+            title=f"{len(tasks)} task(s), {confidence:.0%} stratified-bootstrap CIs{suffix}",
         )
     )
     all_scores = np.concatenate([v.ravel() for v in scores.values()])
@@ -769,15 +1175,29 @@ def plot_runs(
     )
     written.append(
         plot_performance_profiles(
-            prof, taus, out_dir / "performance_profile.png", xlabel=r"final return $\tau$"
+            prof,
+            taus,
+            out_dir / "performance_profile.png",
+            xlabel=r"final return $\tau$",
+            title=caption,
         )
     )
     if len(scores) >= 2:
+        names = list(scores)
+        if len(names) <= 4:
+            pairs, title = None, caption
+        else:
+            best = _ranked(finals)[0]
+            pairs = [(best, n) for n in names if n != best]
+            title = f"the best setting against each other one{suffix}"
+            title = title.replace("; ", "\n")
         poi = stats.pairwise_probability_of_improvement(
-            key_poi, scores, num_resamples=num_resamples, confidence=confidence
+            key_poi, scores, pairs=pairs, num_resamples=num_resamples, confidence=confidence
         )
         written.append(
-            plot_probability_of_improvement(poi, out_dir / "probability_of_improvement.png")
+            plot_probability_of_improvement(
+                poi, out_dir / "probability_of_improvement.png", title=title
+            )
         )
     return written
 
