@@ -414,6 +414,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         summaries.append(
             ("eval/episode_return", f"final greedy evaluation ({episodes} episodes per seed)")
         )
+    from marljax.core import env_references
+
+    refs = env_references(built.exp.env, built.exp.env_kwargs)
+    if refs:
+        print("reference returns of " + built.exp.env + ": "
+              + ", ".join(f"{name} {value:g}" for name, value in refs.items()))  # fmt: skip
     for metric, title in summaries:
         final = final_returns(result.metrics, metric)
         print(f"{title}:")
@@ -479,7 +485,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    print(f"best setting: {result.best_setting}")
+    tied = [g for g in (result.tied or []) if g != result.best_index]
+    note = f" (tied with {len(tied)} other setting(s); see the ranking)" if tied else ""
+    print(f"best setting: {result.best_setting}{note}")
     return 0
 
 

@@ -13,7 +13,10 @@ callbacks between chunks (finiteness check, metrics, checkpoint, progress). A ru
     metrics.json         marl-eval JSON (training-episode returns per update, per seed)
     metrics.npz          every metric as arrays [G, S, U]
     sweep.json           (sweeps) settings ranked by score, the best setting
-    learning_curve.png   mean return over seeds with a min-max band, per setting
+    learning_curve.png   mean return over seeds with a 95% bootstrap CI band, per setting, and
+                         the env's reference returns
+    progress.csv         one line per chunk (marljax.loggers.CSVLogger); tensorboard/ with
+                         log=["tensorboard"]; eval.json after `marljax eval`
     checkpoints/         orbax checkpoints of every run's training carry
 
 `run_experiment(exp, resume=RUN_DIR)` continues from the newest complete checkpoint (a sweep
@@ -43,7 +46,7 @@ from marljax import execute as ex
 from marljax import results, rundir
 from marljax.agents import algo_spec
 from marljax.checkpoint import Checkpointer
-from marljax.core.registry import make
+from marljax.core.registry import env_references, make
 from marljax.train import TrainConfig, make_train
 
 DEFAULT_ENV = "matrix/climbing-v0"
@@ -956,6 +959,7 @@ def _write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> N
             _labels(built),
             os.path.join(run_dir, "learning_curve.png"),
             title=f"{exp.algo} on {exp.env} ({exp.seeds} seeds)",
+            references=env_references(exp.env, exp.env_kwargs),
         )
     except ImportError:  # matplotlib is an optional extra
         pass

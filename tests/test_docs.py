@@ -54,6 +54,8 @@ COVERED = (
     "marljax.evaluation.rollout",
     "marljax.evaluation.plots",
     "marljax.results",
+    "marljax.policy",
+    "marljax.loggers",
 )
 #: env families: their exported `Environment` classes must be in their table
 FAMILIES = (
