@@ -81,7 +81,7 @@ class CoinDraws:
 
 
 class CoinGameJaxMARL(Environment[CoinGameJaxMARLState, CoinGameJaxMARLParams]):
-    """The Coin Game with one coin per colour and JaxMARL's episode rules (see the module doc).
+    """The Coin Game with JaxMARL's rules: a coin per colour, 10 x 10-step episodes, its actions.
 
     Actions (`Discrete(5)`, all always legal): 0 right, 1 left, 2 row + 1, 3 row - 1, 4 stay
     (JaxMARL's order); moves wrap around the edges (torus). Out-of-range actions are clipped.
