@@ -14,7 +14,9 @@ import marljax.envs.social  # noqa: F401  (registers social/*)
 from marljax.envs.matrix import MatrixGame
 from marljax.envs.matrix.payoffs import prisoners_dilemma
 from marljax.envs.social import (
+    CoinDraws,
     CoinGame,
+    CoinGameJaxMARLState,
     CoinGameState,
     DirectPunishment,
     MarkCooperation,
@@ -30,6 +32,7 @@ UP, DOWN, LEFT, RIGHT, STAY = range(5)
 
 MY_IDS = [
     "social/coin_game-v0",
+    "social/coin_game_jaxmarl-v0",
     "social/public_goods-v0",
     "social/public_goods_continuous-v0",
     "social/public_goods_punishment-v0",
@@ -191,6 +194,108 @@ def test_coin_bad_input_fails_at_make():
         marljax.make("social/coin_game-v0", grid_size=1)
     with pytest.raises(ValueError, match="max_steps"):
         marljax.make("social/coin_game-v0", max_steps=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Coin Game with JaxMARL's rules (parity with JaxMARL itself: tests/test_coin_game_parity.py)
+# --------------------------------------------------------------------------------------------
+
+J_RIGHT, J_LEFT, J_ROW_UP, J_ROW_DOWN, J_STAY = range(5)  # JaxMARL's action order
+
+
+def _two_coin_state(agents, coins, t=0):
+    return CoinGameJaxMARLState(
+        agent_pos=jnp.asarray(agents, jnp.int32),
+        coin_pos=jnp.asarray(coins, jnp.int32),
+        t=jnp.int32(t),
+    )
+
+
+#: respawn at (2, 0); on a restart, agents to (1, 1) and (1, 2), coins to (1, 1) and (0, 0).
+DRAWS = CoinDraws(
+    respawn_pos=jnp.array([[2, 0], [2, 0]], jnp.int32),
+    restart_agent_pos=jnp.array([[1, 1], [1, 2]], jnp.int32),
+    restart_coin_pos=jnp.array([[1, 1], [0, 0]], jnp.int32),
+)
+
+
+@pytest.fixture(scope="module")
+def two_coin():
+    env, params = marljax.make("social/coin_game_jaxmarl-v0")
+    return env, params, jax.jit(env.transition)
+
+
+def test_two_coin_action_order_and_torus(two_coin):
+    env, params, transition = two_coin
+    state = _two_coin_state([[0, 0], [2, 2]], [[1, 1], [1, 1]])
+    for actions, expected in [
+        ([J_RIGHT, J_LEFT], [[0, 1], [2, 1]]),
+        ([J_ROW_UP, J_ROW_DOWN], [[1, 0], [1, 2]]),
+        ([J_LEFT, J_ROW_UP], [[0, 2], [0, 2]]),  # wraps; agents may share a cell
+        ([J_STAY, 99], [[0, 0], [2, 2]]),  # out of range is clipped to stay
+    ]:
+        new, ts = transition(state, jnp.array(actions), DRAWS, params)
+        np.testing.assert_array_equal(new.agent_pos, expected)
+        np.testing.assert_array_equal(new.coin_pos, [[1, 1], [1, 1]])  # nobody picked up
+        np.testing.assert_allclose(ts.reward, [0.0, 0.0])
+
+
+def test_two_coin_pickups_and_respawn(two_coin):
+    env, params, transition = two_coin
+    # Agent 0 takes its own coin: +1, the coin respawns at the drawn cell, the other stays.
+    state = _two_coin_state([[0, 0], [2, 2]], [[0, 1], [1, 1]])
+    new, ts = transition(state, jnp.array([J_RIGHT, J_STAY]), DRAWS, params)
+    np.testing.assert_allclose(ts.reward, [1.0, 0.0])
+    np.testing.assert_array_equal(new.coin_pos, [[2, 0], [1, 1]])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [True, False])
+    # Agent 1 takes agent 0's coin: +1 for it, -2 for the owner.
+    state = _two_coin_state([[0, 0], [0, 2]], [[0, 1], [1, 1]])
+    _, ts = transition(state, jnp.array([J_STAY, J_LEFT]), DRAWS, params)
+    np.testing.assert_allclose(ts.reward, [-2.0, 1.0])
+    np.testing.assert_array_equal(ts.extras["defected"], [False, True])
+    # Both coins on one cell, agent 0 takes both: +1 +1, and agent 1 pays -2.
+    state = _two_coin_state([[0, 0], [2, 2]], [[0, 1], [0, 1]])
+    new, ts = transition(state, jnp.array([J_RIGHT, J_STAY]), DRAWS, params)
+    np.testing.assert_allclose(ts.reward, [2.0, -2.0])
+    np.testing.assert_array_equal(new.coin_pos, [[2, 0], [2, 0]])
+    # Both step onto agent 0's coin: 0 gets +1 - 2, 1 gets +1.
+    state = _two_coin_state([[0, 0], [1, 1]], [[0, 1], [2, 2]])
+    _, ts = transition(state, jnp.array([J_RIGHT, J_ROW_DOWN]), DRAWS, params)
+    np.testing.assert_allclose(ts.reward, [-1.0, 1.0])
+    # Shared rewards: everyone gets the sum.
+    _, ts = transition(
+        state, jnp.array([J_RIGHT, J_ROW_DOWN]), DRAWS, params.replace(shared_rewards=True)
+    )
+    np.testing.assert_allclose(ts.reward, [0.0, 0.0])
+
+
+def test_two_coin_restart_every_inner_episode_and_truncation(two_coin):
+    env, params, transition = two_coin
+    # The 10th step restarts the board from the draws and zeroes the step's rewards.
+    state = _two_coin_state([[0, 0], [2, 2]], [[0, 1], [1, 1]], t=9)
+    new, ts = transition(state, jnp.array([J_RIGHT, J_STAY]), DRAWS, params)
+    np.testing.assert_allclose(ts.reward, [0.0, 0.0])
+    np.testing.assert_array_equal(new.agent_pos, [[1, 1], [1, 2]])
+    np.testing.assert_array_equal(new.coin_pos, [[1, 1], [0, 0]])  # a coin under an agent
+    assert bool(ts.extras["inner_episode_done"]) and not bool(ts.done)
+    assert not ts.extras["cooperated"].any()
+    # The coin under agent 0 is not picked up until agent 0 steps onto its cell again.
+    new, ts = transition(new, jnp.array([J_STAY, J_STAY]), DRAWS, params)
+    np.testing.assert_allclose(ts.reward, [1.0, 0.0])
+    assert not bool(ts.extras["inner_episode_done"])
+    # The 100th step ends the episode (truncation).
+    state = _two_coin_state([[0, 0], [2, 2]], [[0, 1], [1, 1]], t=99)
+    _, ts = transition(state, jnp.array([J_STAY, J_STAY]), DRAWS, params)
+    assert bool(ts.truncated) and not bool(ts.terminated)
+
+
+def test_two_coin_reset_lets_agents_and_coins_share_cells():
+    env, params = marljax.make("social/coin_game_jaxmarl-v0")
+    states = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(jax.random.split(KEY, 256), params)[0]
+    shared = np.all(np.asarray(states.agent_pos[:, 0]) == np.asarray(states.coin_pos[:, 0]), -1)
+    assert 0 < shared.sum() < 256  # about 1 in 9
+    with pytest.raises(ValueError, match="inner_steps"):
+        marljax.make("social/coin_game_jaxmarl-v0", inner_steps=0)
 
 
 # --------------------------------------------------------------------------------------------

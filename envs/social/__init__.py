@@ -1,9 +1,10 @@
-"""Social dilemmas: Coin Game, repeated public goods, mechanism wrappers, Cleanup and Harvest.
+"""Social dilemmas: Coin Game (two variants), public goods, mechanism wrappers, Cleanup, Harvest.
 
 Importing this package registers the `social/*` ids; build them with `marljax.make`::
 
     env, params = marljax.make("social/coin_game-v0")                    # 2 players, 3x3 torus
     env, params = marljax.make("social/coin_game-v0", egocentric=True, grid_size=5)
+    env, params = marljax.make("social/coin_game_jaxmarl-v0")            # JaxMARL's coin_game
     env, params = marljax.make("social/public_goods-v0", multiplier=2.0, num_agents=5)
     env, params = marljax.make("social/public_goods_punishment-v0", punish_fine=2.0)
 
@@ -27,6 +28,12 @@ from marljax.envs.social.coin_game import (
     CoinGameParams,
     CoinGameState,
     check_param,
+)
+from marljax.envs.social.coin_game_jaxmarl import (
+    CoinDraws,
+    CoinGameJaxMARL,
+    CoinGameJaxMARLParams,
+    CoinGameJaxMARLState,
 )
 from marljax.envs.social.mechanisms import (
     DirectPunishment,
@@ -111,6 +118,12 @@ def _register_all() -> None:
         description="Coin Game, 2 players on a 3x3 torus (Lerer & Peysakhovich 2017; LOLA)",
     )
     register(
+        "social/coin_game_jaxmarl-v0",
+        CoinGameJaxMARL,
+        description="Coin Game with JaxMARL coin_game's rules: a coin per colour, "
+        "10 x 10-step episodes, its action order",
+    )
+    register(
         "social/public_goods-v0",
         PublicGoods,
         description="Repeated public goods game, 4 players, 5 contribution levels, r = 1.6",
@@ -170,7 +183,11 @@ _register_all()
 
 __all__ = [
     "ACTION_NAMES",
+    "CoinDraws",
     "CoinGame",
+    "CoinGameJaxMARL",
+    "CoinGameJaxMARLParams",
+    "CoinGameJaxMARLState",
     "CoinGameParams",
     "CoinGameState",
     "DirectPunishment",
