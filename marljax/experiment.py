@@ -131,6 +131,8 @@ class Experiment:
         for key, low in (("seeds", 1), ("chunk_updates", 0), ("num_samples", 0), ("window", 1)):
             if getattr(self, key) < low:
                 raise cfg.ConfigError(f"{key} must be >= {low}, got {getattr(self, key)}")
+        if self.preset is not None and not isinstance(self.preset, str):
+            raise cfg.ConfigError(f"preset must be a preset name, got {self.preset!r}")
         for key in ("checkpoint", "check_finite"):
             if not isinstance(getattr(self, key), (bool, np.bool_)):
                 raise cfg.ConfigError(f"{key} must be a boolean, got {getattr(self, key)!r}")
@@ -344,6 +346,31 @@ def build(exp: Experiment) -> Built:
     return Built(exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer)
 
 
+def schedule_notes(built: Built) -> list[str]:
+    """Schedules that do not finish within the run's budget (e.g. epsilon still annealing at
+    the last update), each a sentence naming the setting to change."""
+    exp, notes = built.exp, []
+    steps = exp.train.num_updates * exp.train.steps_per_update
+    anneal = getattr(built.hparams, "eps_anneal_steps", None)
+    if anneal is not None:
+        longest = float(np.max(np.asarray(anneal)))
+        if longest > steps:
+            hp = built.hparams
+            start, finish = float(np.max(hp.eps_start)), float(np.max(hp.eps_finish))
+            end = start + (finish - start) * steps / longest
+            notes.append(
+                f"epsilon anneals over {longest:,.0f} env steps but a run has {steps:,}: it ends "
+                f"at epsilon {end:.2f}, not {finish:g} (--set eps_anneal_steps={steps // 2})"
+            )
+    graph = getattr(built.agent_config, "graph_anneal_updates", 0)
+    if graph > exp.train.num_updates:
+        notes.append(
+            f"the graph threshold anneals over {graph} updates but a run has "
+            f"{exp.train.num_updates} (--set graph_anneal_updates=N)"
+        )
+    return notes
+
+
 def _metric_names(trainer: Any, hparams: Any) -> list[str]:
     out = jax.eval_shape(
         lambda k: trainer.run(trainer.init(k, hparams), hparams, None, 1)[1],
@@ -441,6 +468,9 @@ def run_experiment(
     built = exp if isinstance(exp, Built) else build(exp)
     exp = built.exp
     _check_loggers(exp.log)
+    if jax.process_index() == 0:
+        for note in schedule_notes(built):
+            print(f"marljax: note: {note}", file=sys.stderr)
     description = describe(built, kind)
     run_dir = None
     if resume is not None:

@@ -3,7 +3,7 @@ recurrent core, and `SequenceNet`, which chains them into a per-agent sequence n
 
 Why a home-made orthogonal initializer: flax's `orthogonal` calls a QR factorisation, and jax
 0.10's *batched* QR (what `vmap` over seeds turns it into) can deadlock XLA's CPU thread pool on
-2-core machines (see "Deadlock-safe seeds on CPU" in the README). `orthogonal` below orthonormalises with
+2-core machines (see "Deadlock-safe seeds on CPU" in docs/design.md). `orthogonal` below orthonormalises with
 Gram-Schmidt written in plain matmuls, so a seed-vmapped program contains no LAPACK call at all
 (`tests/test_networks.py` checks the lowered program). It draws from the same (Haar) distribution
 as QR with the sign correction.

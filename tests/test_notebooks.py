@@ -3,6 +3,11 @@
 The kernel is launched with the interpreter running pytest (`sys.executable`), through a
 temporary `python3` kernelspec, so the notebooks see this environment's marljax even when the
 machine's default `python3` kernelspec points at another interpreter.
+
+Notebooks are committed WITH their outputs (so readers see the results without running them);
+refresh them after a change with `python tests/test_notebooks.py` (every notebook) or
+`python tests/test_notebooks.py notebooks/swarms.ipynb`, which executes them as the test does
+and writes the outputs back.
 """
 
 from __future__ import annotations
@@ -43,31 +48,41 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_is_committed_without_outputs(path):
+def test_notebook_is_committed_with_its_outputs(path):
+    """Every code cell was run once, in order, without an error (`python
+    tests/test_notebooks.py` refreshes them)."""
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    dirty = [
-        i
-        for i, c in enumerate(nb.cells)
-        if c.cell_type == "code" and (c.outputs or c.execution_count)
-    ]
-    assert not dirty, f"{path.name}: clear the outputs of code cells {dirty} before committing"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name}: run it top to bottom and save the outputs (python tests/test_notebooks.py "
+        f"{path.relative_to(NOTEBOOK_DIR.parent)}); execution counts {counts}"
+    )
+    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert any(c.outputs for c in code), f"{path.name}: no outputs stored"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(path, tmp_path):
+def execute(path: pathlib.Path, tmp: pathlib.Path) -> nbformat.NotebookNode:
+    """Run a notebook top to bottom in a fresh kernel of this interpreter (working directory
+    `tmp/work`); raises `CellExecutionError` with the cell's traceback on any error."""
     nb = nbformat.read(path, as_version=4)
-    workdir = tmp_path / "work"
+    workdir = tmp / "work"
     workdir.mkdir()
-    km = kernel_manager(tmp_path / "kernels")
     client = nbclient.NotebookClient(
         nb,
-        km=km,
+        km=kernel_manager(tmp / "kernels"),
         kernel_name="python3",
         timeout=CELL_TIMEOUT_S,
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute()  # raises CellExecutionError (with the cell's traceback) on any cell error
+    client.execute()
+    return nb
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_executes(path, tmp_path):
+    nb = execute(path, tmp_path)
     errors = [
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
     ]
@@ -82,3 +97,15 @@ def test_kernel_runs_this_interpreter(tmp_path):
         nb, km=kernel_manager(tmp_path), kernel_name="python3", timeout=60
     ).execute()
     assert nb.cells[0].outputs[0]["text"].strip() == sys.executable
+
+
+if __name__ == "__main__":  # refresh the stored outputs: python tests/test_notebooks.py [PATH ...]
+    import tempfile
+
+    for arg in sys.argv[1:] or [str(p) for p in NOTEBOOKS]:
+        path = pathlib.Path(arg).resolve()
+        with tempfile.TemporaryDirectory() as tmp:
+            nb = execute(path, pathlib.Path(tmp))
+        nb.metadata.pop("widgets", None)
+        nbformat.write(nb, path)
+        print(f"wrote {path}")

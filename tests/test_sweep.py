@@ -224,6 +224,7 @@ def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
         "manifest.json",
         "metrics.json",
         "metrics.npz",
+        "progress.csv",
         "sweep.json",
     ]
     config = json.loads((run_dir / "config.json").read_text())

@@ -103,7 +103,7 @@ def test_grid_times_seeds_compiles_once():
 
 
 def test_seed_vmapped_program_has_no_lapack_call(climbing):
-    """Batched QR under vmap deadlocks jax 0.10 on 2 cores (README design notes); we never emit one."""
+    """Batched QR under vmap deadlocks jax 0.10 on 2 cores (docs/design.md); we never emit one."""
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(4))
     hlo = jax.jit(jax.vmap(climbing.train, in_axes=(0, None))).lower(keys, PPOHParams()).as_text()
     assert "lapack" not in hlo.lower() and "qr" not in hlo.lower().replace("sqrt", "")
