@@ -19,6 +19,9 @@ from marljax.agents import PPOConfig, PPOHParams
 from marljax.experiment import Experiment, run_experiment
 from marljax.train import TrainConfig
 
+#: the results and plotting code must not warn (an empty slice is handled, not averaged)
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 SMALL_ARGS = [
     "--env",
     "matrix/penalty_k0-v0",

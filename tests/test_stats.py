@@ -12,6 +12,9 @@ import scipy.stats
 from marljax import results
 from marljax.evaluation import stats as S
 
+#: the results and plotting code must not warn (an empty slice is handled, not averaged)
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 KEY = jax.random.PRNGKey(0)
 
 

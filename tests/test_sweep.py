@@ -20,6 +20,9 @@ from marljax.agents.base import Agent
 from marljax.experiment import Experiment
 from marljax.train import TrainConfig, make_train
 
+#: the results and plotting code must not warn (an empty slice is handled, not averaged)
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 TINY = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=4 * 4 * 3)
 TINY_PPO = {"hidden_sizes": (8,), "num_minibatches": 1, "num_epochs": 1}
 
