@@ -242,3 +242,14 @@ def test_marljax_eval_cli_prints_iqm(sweep_dir, capsys):
     assert main(["eval", sweep_dir.run_dir, "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "IQM over 2 seeds" in out and "seed 1:" in out
+
+
+def test_schedules_longer_than_the_run_are_named():
+    """QMIX's default epsilon schedule (100k steps) outlasts the default 40,960-step run: the
+    note names the epsilon it ends at and the setting to change; a fitting schedule is quiet."""
+    from marljax.experiment import build, schedule_notes
+
+    exp = Experiment(algo="qmix", env="matrix/two_step-v0", agent={"recurrent": False})
+    (note,) = schedule_notes(build(exp))
+    assert "ends at epsilon 0.61" in note and "eps_anneal_steps=20480" in note
+    assert schedule_notes(build(exp.replace(hparams={"eps_anneal_steps": 20_000}))) == []
