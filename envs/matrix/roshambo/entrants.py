@@ -1,0 +1,2 @@
+def entrant_bots():
+    return []
