@@ -18,7 +18,8 @@ from the paper's bot cross-table):
 - aggregate score `AggScore = PopReturn - WithinPopExpl`, rewarding agents that both exploit
   the weak bots and are hard to exploit.
 
-Returns are per episode (summed over the `num_rounds` rounds); the paper plays 1000 rounds.
+Returns are per episode (summed over the `num_rounds` throws); the paper plays 1000 throws, the
+default here.
 
     env, params = marljax.make("matrix/rrps_population-v0")
     report = evaluate_population(env, agent, agent_state, hparams, key, params)
@@ -217,45 +218,32 @@ def _population_program(env: Any, agent: Any, num_episodes: int, num_rounds: int
 def bot_crosstable(
     key: PRNGKey,
     names: Sequence[str] | None = None,
-    num_episodes: int = 16,
-    num_rounds: int = 100,
+    num_episodes: int = 4,
+    num_rounds: int = 1000,
     row_names: Sequence[str] | None = None,
 ) -> Array:
     """Mean return of each row bot against each column bot (the paper's cross-table).
 
+    One compiled program over rows x columns x episodes, in which every bot's code runs only on
+    the matches it plays (`roshambo.population.crosstable_scores`).
+
     Args:
       key: PRNG key.
-      names: column bots (default all of `rps_bots.BOT_NAMES`).
+      names: column bots (default all of `rps_bots.BOT_NAMES`, the ported competition bots).
       num_episodes: matches per cell.
-      num_rounds: rounds per match.
+      num_rounds: throws per match (default 1000, as in the paper).
       row_names: row bots (default: the same as `names`).
 
     Returns:
-      `[P_rows, P]` float32 mean per-episode return of the row bot.
+      `[P_rows, P]` float32 mean per-match return (wins - losses) of the row bot.
     """
     from marljax.envs.matrix import rps_bots
+    from marljax.envs.matrix.roshambo.population import crosstable_scores
 
-    cols = rps_bots.population_params(names)
-    rows = rps_bots.population_params(row_names if row_names is not None else names)
-    n_rows = jax.tree.leaves(rows)[0].shape[0]
-    program = _crosstable_program(int(num_episodes), int(num_rounds))
-    return program(rows, cols, jax.random.split(key, n_rows))
-
-
-@functools.lru_cache(maxsize=8)
-def _crosstable_program(num_episodes: int, num_rounds: int):
-    """One jitted cross-table program per size (the bots are traced arguments)."""
-    from marljax.envs.matrix import rps_bots
-
-    def cell(pa, pb, k):
-        matches = jax.vmap(lambda kk: rps_bots.play_match(pa, pb, kk, num_rounds)[0])
-        return matches(jax.random.split(k, num_episodes)).mean()
-
-    def row(pa, cols, k):
-        n_cols = jax.tree.leaves(cols)[0].shape[0]
-        return jax.vmap(cell, in_axes=(None, 0, 0))(pa, cols, jax.random.split(k, n_cols))
-
-    return jax.jit(jax.vmap(row, in_axes=(0, None, 0)))
+    cols = rps_bots.get_bots(names)
+    rows = rps_bots.get_bots(row_names) if row_names is not None else cols
+    scores = crosstable_scores(rows, cols, key, int(num_episodes), int(num_rounds))
+    return scores.astype(jnp.float32).mean(axis=-1)
 
 
 def fixed_policy_agent(num_actions: int = 3) -> Any:

@@ -247,7 +247,16 @@ def robertot_step(state: RobertotState, my, opp, rand):
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
-        Bot("mod1bot", mod1_init, mod1bot_step, "Simple Modeller", "Don Beal"),
+        Bot(
+            "mod1bot",
+            mod1_init,
+            mod1bot_step,
+            "Simple Modeller",
+            "Don Beal",
+            "approximate",
+            "float32 instead of double: near-ties of its faded scores can resolve differently, "
+            "so moves may part from the original's after about 100 throws",
+        ),
         Bot("predbot", pred_init, predbot_step, "Simple Predictor", "Don Beal"),
         Bot("robertot", robertot_init, robertot_step, "Robertot", "Andreas Junghanns"),
         Bot("markov5", markov_init, _markov_step(None), "Majikthise", "Markian Hlynka"),

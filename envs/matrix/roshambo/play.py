@@ -58,3 +58,30 @@ def play_match(bot_a: Bot, bot_b: Bot, key: Array, trials: int) -> tuple[Array, 
     d = (moves[:, 0] - moves[:, 1]) % 3
     score = jnp.sum(d == 1) - jnp.sum(d == 2)
     return score.astype(jnp.int32), moves
+
+
+def init_states(bots: tuple[Bot, ...], trials: int) -> tuple:
+    """Every bot's initial state (a tuple, one entry per bot), for `switch_step`."""
+    return tuple(b.init(trials) for b in bots)
+
+
+def switch_step(
+    bots: tuple[Bot, ...], index: Array, states: tuple, my: Array, opp: Array, rand: Array
+) -> tuple[Array, tuple]:
+    """Step bot `bots[index]` (traced index) on its entry of `states`; the others are unchanged.
+
+    Under `vmap` over `index`, `lax.switch` evaluates every bot for every element: fine for
+    training on a random bot per episode; per-bot evaluation should group matches by bot
+    (`population.crosstable_scores`).
+    """
+
+    def branch(j):
+        def run(states, my, opp, rand):
+            move, s = bots[j].step(states[j], my, opp, rand)
+            return jnp.asarray(move, jnp.int32), states[:j] + (s,) + states[j + 1 :]
+
+        return run
+
+    if len(bots) == 1:
+        return branch(0)(states, my, opp, rand)
+    return jax.lax.switch(index, [branch(j) for j in range(len(bots))], states, my, opp, rand)
