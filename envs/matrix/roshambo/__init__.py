@@ -36,6 +36,7 @@ predbot                 Simple Predictor      Don Beal              faithful    
 robertot                Robertot              Andreas Junghanns     faithful
 markov5                 Majikthise            Markian Hlynka        faithful    (4)
 markovbails             Vroomfondel           Markian Hlynka        faithful    (4)
+greenberg               Greenberg             Andrzej Nagorko       faithful    (5)
 ======================  ====================  ====================  ==========  ==================
 
 (1) The original's table: several different de Bruijn strings B(3, 4) of length 81 concatenated
@@ -48,11 +49,13 @@ markovbails             Vroomfondel           Markian Hlynka        faithful    
     moves can part from the original's after the first 100 throws.
 (4) Draws compared in float32 against the model's probabilities (the original compares in
     double): a draw within float32 rounding of a boundary (about 1e-7 of draws) can differ.
+(5) Its gear predictor writes out of the bounds of a 3-entry array (undefined behaviour in C);
+    the port drops those writes, as the compiled original does (see `greenberg`).
 
 Not yet ported (they raise `NotImplementedError` by name): phasenbott, halbot (MegaHAL),
 russrocker4, biopic, boom, shofar, actr_lag2_decay, granite, marble, zq_move, sweetrock, piedra,
-mixed_strategy, multibot, inocencio, peterbot, sunnervebot (Bugbrain), suncrazybot (Knucklehead)
-and greenberg.
+mixed_strategy, multibot, inocencio, peterbot, sunnervebot (Bugbrain) and suncrazybot
+(Knucklehead).
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

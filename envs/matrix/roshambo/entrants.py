@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.envs.matrix.roshambo import iocaine
+from marljax.envs.matrix.roshambo import greenberg, iocaine
 from marljax.envs.matrix.roshambo.base import (
     PAPER,
     ROCK,
@@ -261,4 +261,5 @@ def entrant_bots() -> list[Bot]:
         Bot("robertot", robertot_init, robertot_step, "Robertot", "Andreas Junghanns"),
         Bot("markov5", markov_init, _markov_step(None), "Majikthise", "Markian Hlynka"),
         Bot("markovbails", markov_init, _markov_step(-50), "Vroomfondel", "Markian Hlynka"),
+        Bot("greenberg", greenberg.init, greenberg.step, "Greenberg", "Andrzej Nagorko"),
     ]
