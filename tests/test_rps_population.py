@@ -310,3 +310,21 @@ def test_tiny_recurrent_ippo_evaluated_against_the_population():
     assert report.aggregate_score == pytest.approx(
         report.population_return - report.within_population_exploitability
     )
+
+
+def test_fixed_policies_over_seeds_in_one_program():
+    T = 6
+    env, params = marljax.make(
+        "matrix/rrps_population-v0", bots=("rockbot", "copybot"), num_rounds=T, num_throws=T
+    )
+    agent = pop.fixed_policy_agent(3)
+    states = jnp.asarray([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])  # two "seeds": paper, rock
+    r = np.asarray(pop.population_returns_over_seeds(env, agent, states, (), KEY, params, 2))
+    assert r.shape == (2, 2, 2)
+    np.testing.assert_allclose(r[0, 0], T)  # paper beats rockbot every throw
+    np.testing.assert_allclose(r[1, 0], 0)  # rock draws rockbot
+    np.testing.assert_allclose(r[0, 1], -(T - 1))  # copybot: paper (draw), then scissors
+    with pytest.raises(ValueError, match="num_rounds"):
+        pop.population_returns(env, agent, states[0], (), KEY, params, 2, num_rounds=T + 1)
+    with pytest.raises(ValueError, match="num_episodes"):
+        pop.population_returns(env, agent, states[0], (), KEY, params, 0)

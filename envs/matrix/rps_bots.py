@@ -672,10 +672,13 @@ class RPSPopulationParams(MatrixGameParams):
 
     Attributes:
       bot_weights: `[P]` float32 non-negative weights; each episode's bot is drawn from them.
-        A one-hot vector fixes the bot (per-bot evaluation is one `vmap` over these params).
+      fixed_bot: `[]` int32, when >= 0 every episode plays this bot and `bot_weights` is
+        ignored. Unlike a one-hot `bot_weights`, it is shared by all episodes of a batch, so
+        only that bot's code runs (per-bot evaluation maps over it with `lax.map`).
     """
 
     bot_weights: Array = struct.field(default_factory=lambda: jnp.ones((1,), jnp.float32))
+    fixed_bot: Array = struct.field(default_factory=lambda: jnp.int32(-1))
 
 
 @struct.dataclass
@@ -740,6 +743,9 @@ class RPSPopulation(Wrapper):
             raise ValueError(f"bot_weights must have shape ({self.num_bots},), got {w.shape}")
         if np.any(w < 0) or w.sum() <= 0:
             raise ValueError(f"bot_weights must be >= 0 and not all 0, got {w}")
+        fixed = np.asarray(params.fixed_bot)
+        if np.any(fixed < -1) or np.any(fixed >= self.num_bots):
+            raise ValueError(f"fixed_bot must be -1 or a bot index < {self.num_bots}, got {fixed}")
         rounds = np.asarray(params.num_rounds)
         if np.any(rounds < 1) or np.any(rounds > self.num_throws):
             raise ValueError(
@@ -750,13 +756,16 @@ class RPSPopulation(Wrapper):
         return {"num_rounds": (1, 6), "bot_weights": (0.01, 1.0)}
 
     def one_hot_params(self, params: RPSPopulationParams | None = None) -> RPSPopulationParams:
-        """`[P]` stacked params, the `i`-th playing only bot `i` (vmap over these to evaluate)."""
+        """`[P]` stacked params, the `i`-th playing only bot `i` (`lax.map` over these to
+        evaluate; `vmap` works too but runs every bot's code for every element)."""
         params = self.default_params() if params is None else params
         eye = jnp.eye(self.num_bots, dtype=jnp.float32)
         stacked = jax.tree.map(
             lambda x: jnp.broadcast_to(x, (self.num_bots, *jnp.shape(x))), params
         )
-        return stacked.replace(bot_weights=eye)
+        return stacked.replace(
+            bot_weights=eye, fixed_bot=jnp.arange(self.num_bots, dtype=jnp.int32)
+        )
 
     def _slice(self, ts: TimeStep, bot_action: Array, bot_id: Array) -> TimeStep:
         return ts.replace(
@@ -771,7 +780,9 @@ class RPSPopulation(Wrapper):
         inner, ts = self._env.reset(key_env, params)
         w = jnp.asarray(params.bot_weights, jnp.float32)
         logits = jnp.log(jnp.maximum(w / jnp.maximum(w.sum(), 1e-30), 1e-30))
-        bot_id = jax.random.categorical(key_bot, logits).astype(jnp.int32)
+        drawn = jax.random.categorical(key_bot, logits).astype(jnp.int32)
+        fixed = jnp.asarray(params.fixed_bot, jnp.int32)
+        bot_id = jnp.where(fixed >= 0, fixed, drawn)
         h = roshambo.empty_history(self.num_throws)
         states = init_states(self._bots, self.num_throws)
         state = RPSPopulationState(inner=inner, bot_id=bot_id, bots=states, my=h, opp=h)
@@ -782,7 +793,15 @@ class RPSPopulation(Wrapper):
         chex.assert_shape(actions, (1,))
         learner = jnp.clip(jnp.asarray(actions, jnp.int32)[0], 0, NUM_ACTIONS - 1)
         rand = roshambo.draw_random(key_bot)
-        bot, states = switch_step(self._bots, state.bot_id, state.bots, state.my, state.opp, rand)
+        fixed = jnp.asarray(params.fixed_bot, jnp.int32)
+        args = (state.bots, state.my, state.opp, rand)
+        # With a fixed bot the index is shared by the batch, so `lax.switch` runs one bot only;
+        # drawn bots differ per episode, and `vmap` turns the switch into a select over all.
+        bot, states = jax.lax.cond(
+            fixed >= 0,
+            lambda: switch_step(self._bots, fixed, *args),
+            lambda: switch_step(self._bots, state.bot_id, *args),
+        )
         inner, ts = self._env.step(key_env, state.inner, jnp.stack([learner, bot]), params)
         new = RPSPopulationState(
             inner=inner,

@@ -194,12 +194,57 @@ def population_returns(
     Returns:
       `[P, E]` float32 returns, in the order of `env.bots`.
     """
+    env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
+    program = _population_program(env, agent, int(num_episodes), num_rounds, bool(greedy))
+    keys = jax.random.split(key, env.num_bots)
+    return program(env.one_hot_params(env_params), agent_state, hparams, keys)
+
+
+def population_returns_over_seeds(
+    env: Any,
+    agent: Any,
+    agent_states: Any,
+    hparams: Any,
+    key: PRNGKey,
+    env_params: EnvParams | None = None,
+    num_episodes: int = 32,
+    num_rounds: int | None = None,
+    greedy: bool = False,
+) -> Array:
+    """`population_returns` for a stack of agents (e.g. one per training seed), in one program.
+
+    Args:
+      agent_states: the agents' states with a leading seed axis `[S, ...]`.
+      (the rest as `population_returns`)
+
+    Returns:
+      `[S, P, E]` float32 returns.
+    """
+    env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
+    num_seeds = jax.tree.leaves(agent_states)[0].shape[0]
+    program = _seeds_program(env, agent, int(num_episodes), num_rounds, bool(greedy))
+    keys = jax.random.split(key, (num_seeds, env.num_bots))
+    return program(env.one_hot_params(env_params), agent_states, hparams, keys)
+
+
+def _check_sizes(env, env_params, num_episodes, num_rounds):
+    """Refuse bad sizes on the host, before anything compiles."""
     env_params = env.default_params() if env_params is None else env_params
     if num_rounds is None:
         num_rounds = int(np.asarray(env_params.num_rounds))
-    program = _population_program(env, agent, int(num_episodes), int(num_rounds), bool(greedy))
-    keys = jax.random.split(key, env.num_bots)
-    return program(env.one_hot_params(env_params), agent_state, hparams, keys)
+    num_rounds = int(num_rounds)
+    limit = getattr(env, "num_throws", None)
+    if num_rounds < 1 or (limit is not None and num_rounds > limit):
+        raise ValueError(f"num_rounds must be in [1, {limit}], got {num_rounds}")
+    if int(num_episodes) < 1:
+        raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
+    return env_params, num_rounds
+
+
+@functools.lru_cache(maxsize=16)
+def _seeds_program(env: Any, agent: Any, num_episodes: int, num_rounds: int, greedy: bool):
+    inner = _population_program(env, agent, num_episodes, num_rounds, greedy)
+    return jax.jit(jax.vmap(inner, in_axes=(None, 0, None, 0)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -212,7 +257,13 @@ def _population_program(env: Any, agent: Any, num_episodes: int, num_rounds: int
         )
         return total[:, 0]
 
-    return jax.jit(jax.vmap(one_bot, in_axes=(0, None, None, 0)))
+    def program(per_bot_params, agent_state, hparams, keys):
+        # lax.map, not vmap: each bot's index stays unbatched, so only its own code runs.
+        return jax.lax.map(
+            lambda pk: one_bot(pk[0], agent_state, hparams, pk[1]), (per_bot_params, keys)
+        )
+
+    return jax.jit(program)
 
 
 def bot_crosstable(
@@ -345,9 +396,7 @@ def evaluate_population(
     greedy: bool = False,
 ) -> PopulationReport:
     """Evaluate an agent against every bot of an `RPSPopulation` (see `population_returns`)."""
-    env_params = env.default_params() if env_params is None else env_params
-    if num_rounds is None:
-        num_rounds = int(np.asarray(env_params.num_rounds))
+    env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
     returns = population_returns(
         env, agent, agent_state, hparams, key, env_params, num_episodes, num_rounds, greedy
     )
@@ -384,6 +433,7 @@ __all__ = [
     "format_population_table",
     "population_return",
     "population_returns",
+    "population_returns_over_seeds",
     "report_from_returns",
     "within_population_exploitability",
 ]
