@@ -23,8 +23,10 @@ from marljax.envs.matrix.roshambo import play
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "rps_parity.npz")
 T = 1000
-#: mod1bot models in float32 where the original uses double (see `roshambo`): compare a prefix.
-PREFIX = {"mod1bot": 100}
+#: The approximate ports (see `roshambo`'s table) are compared on a prefix (the recorded
+#: matches agree at least this long) and on their move frequencies: mod1bot models in float32
+#: where the original uses double; inocencio's last resort reads uninitialised C locals.
+PREFIX = {"mod1bot": 100, "inocencio": 35}
 
 
 def _support():
@@ -81,13 +83,19 @@ def test_ported_bots_play_the_originals_moves(recorded, played):
     assert not failures, "\n".join(failures)
 
 
+#: How far the approximate ports' move frequencies may stray from the originals'. Inocencio's
+#: garbage-initialised branch leans to rock in the recorded original: 0.35 of its moves vs 0.30
+#: in the port (measured on these matches), hence its wider margin.
+FREQ_ATOL = {"mod1bot": 0.05, "inocencio": 0.08}
+
+
 def test_approximate_bots_keep_the_originals_move_frequencies(recorded, played):
     names, moves = recorded
     for name in PREFIX:
         b = names.index(name)
         ours = np.bincount(played[b].ravel(), minlength=3) / played[b].size
         theirs = np.bincount(moves[b].ravel(), minlength=3) / moves[b].size
-        np.testing.assert_allclose(ours, theirs, atol=0.05)
+        np.testing.assert_allclose(ours, theirs, atol=FREQ_ATOL[name], err_msg=name)
 
 
 def test_registry_names_and_fidelity_table():

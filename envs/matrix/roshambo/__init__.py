@@ -37,6 +37,13 @@ robertot                Robertot              Andreas Junghanns     faithful
 markov5                 Majikthise            Markian Hlynka        faithful    (4)
 markovbails             Vroomfondel           Markian Hlynka        faithful    (4)
 greenberg               Greenberg             Andrzej Nagorko       faithful    (5)
+actr_lag2_decay         ACT-R Lag2            D. Bothell et al.     faithful    (6)
+sweetrock               Sweet Rocky           Lourdes Pena          faithful
+piedra                  Piedra                Lourdes Pena          faithful
+mixed_strategy          Mixed Strategy        Thad Frogley          faithful    (4)
+multibot                Multi-strategy        Mark James            faithful    (7)
+peterbot                Peterbot              Peter Baylie          faithful
+inocencio               Inocencio             Rafael Morales        approximate (8)
 ======================  ====================  ====================  ==========  ==================
 
 (1) The original's table: several different de Bruijn strings B(3, 4) of length 81 concatenated
@@ -51,11 +58,16 @@ greenberg               Greenberg             Andrzej Nagorko       faithful    
     double): a draw within float32 rounding of a boundary (about 1e-7 of draws) can differ.
 (5) Its gear predictor writes out of the bounds of a 3-entry array (undefined behaviour in C);
     the port drops those writes, as the compiled original does (see `greenberg`).
+(6) Logistic noise and power-law activations in float32 (the original: double). The original
+    redraws a zero `random()`; the port reads a zero draw (probability 2**-31) as 1.
+(7) Its "random" strategy is a fixed MD5-based sequence, recomputed here from the algorithm.
+(8) Its last resort adds into uninitialised local arrays (undefined behaviour: the values are
+    whatever the C stack held); the port starts them at 0. Its other rules are exact, so moves
+    agree until the first throw that falls through to that branch.
 
 Not yet ported (they raise `NotImplementedError` by name): phasenbott, halbot (MegaHAL),
-russrocker4, biopic, boom, shofar, actr_lag2_decay, granite, marble, zq_move, sweetrock, piedra,
-mixed_strategy, multibot, inocencio, peterbot, sunnervebot (Bugbrain) and suncrazybot
-(Knucklehead).
+russrocker4, biopic, boom, shofar, granite, marble, zq_move, sunnervebot (Bugbrain) and
+suncrazybot (Knucklehead).
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

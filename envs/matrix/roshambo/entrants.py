@@ -16,6 +16,7 @@ from marljax.envs.matrix.roshambo.base import (
     Bot,
     at,
     biased_roshambo,
+    biased_roshambo_traced,
     i32,
     last,
     rand_mod3,
@@ -244,6 +245,336 @@ def robertot_step(state: RobertotState, my, opp, rand):
     return i32(move), RobertotState(hits, count)
 
 
+# ----------------------------------------------------------------------------- ACT-R Lag2
+
+
+class _NoState(NamedTuple):
+    pass
+
+
+def _no_state(trials: int) -> _NoState:
+    return _NoState()
+
+
+def actr_step(state, my, opp, rand):
+    """Retrieve the move that most often followed the opponent's last two moves, with
+    power-law decay of past occurrences and logistic noise on the log activations."""
+    trials = my.shape[0] - 1
+    index = my[0]
+    idx = jnp.arange(trials + 1)
+    back2, back1 = at(opp, index - 1), at(opp, index)
+    prev = jnp.concatenate([jnp.zeros((1,), jnp.int32), opp[:-1]])  # opp[i - 1]
+    nxt = jnp.concatenate([opp[1:], jnp.zeros((1,), jnp.int32)])  # opp[i + 1]
+    hit = (idx >= 2) & (idx < index) & (prev == back2) & (opp == back1) & (index >= 2)
+    age = jnp.maximum(index - idx, 1).astype(jnp.float32)
+    weight = jnp.where(hit, age**-0.5, 0.0)
+    base = jnp.float32(index + 1) ** -0.5
+    freq = base + jnp.zeros(3, jnp.float32).at[nxt].add(weight)
+    # The original redraws a zero; a zero draw (probability 2**-31) is read as 1 here.
+    p = jnp.maximum(rand[:3], 1).astype(jnp.float32) / jnp.float32(2**31)
+    score = 0.25 * jnp.log((1 - p) / p) + jnp.log(freq)
+    return i32((jnp.argmax(score) + 1) % 3), state
+
+
+# ----------------------------------------------------------------------------- Lourdes Pena
+
+
+class PenaState(NamedTuple):
+    count: Array  # [3, 3, 3] int32 opponent's next move after (my, opp) moves
+    last: Array  # [3, 3] int32 opponent's move the last time after (my, opp)
+    score: Array  # [] int32
+    bad: Array  # [] bool gave up (score reached -40)
+
+
+def pena_init(trials: int) -> PenaState:
+    return PenaState(
+        jnp.zeros((3, 3, 3), jnp.int32), jnp.zeros((3, 3), jnp.int32), i32(0), jnp.bool_(False)
+    )
+
+
+def _pena_step(sweet: bool):
+    def step(state: PenaState, my, opp, rand):
+        n = my[0]
+        lm, lo = last(my), last(opp)
+        d = lo - lm
+        delta = jnp.where((d == 1) | (d == -2), -1, jnp.where(lo != lm, 1, 0))
+        score = state.score + jnp.where(n > 0, delta, 0)
+        m1, o1 = at(my, n - 1), at(opp, n - 1)
+        late = n >= 2
+        count = jnp.where(late, state.count.at[m1, o1, lo].add(1), state.count)
+        bad = state.bad | (late & (score == -40))
+        last_tab = jnp.where(late & ~bad, state.last.at[m1, o1].set(lo), state.last)
+
+        row = count[lm, lo]
+        total = row.sum()
+        r, p, s = row[0], row[1], row[2]
+        pred = jnp.where((r > p) & (r > s), ROCK, jnp.where(p > s, PAPER, SCISSORS))
+        choice = (pred + 1) % 3
+        if sweet:
+            prev = last_tab[lm, lo]
+            diff = row[prev].astype(jnp.float32) / jnp.maximum(row[pred], 1).astype(jnp.float32)
+            # The original compares the float ratio with the double 0.8: float32(0.8) rounds
+            # up, so `>=` here. `1 - diff` is exact in float32 and a multiple of 2**-28, so
+            # the coin compares the integer draw exactly.
+            coin = rand[0] < ((1 - diff) * jnp.float32(2**31)).astype(jnp.uint32)
+            mix = jnp.where(coin, prev, choice)
+            choice = jnp.where((pred != prev) & (diff >= jnp.float32(0.8)), mix, choice)
+        optimal = biased_roshambo(rand[0], 0.33, 0.33)
+        move = jnp.where(total == 0, optimal, choice)
+        move = jnp.where(bad, biased_roshambo(rand[0], 0.333, 0.333), move)
+        move = jnp.where(late, move, optimal)
+        new = PenaState(count, last_tab, i32(score), bad)
+        return i32(move), new
+
+    return step
+
+
+# ----------------------------------------------------------------------------- Mixed Strategy
+
+
+class MixedState(NamedTuple):
+    scores: Array  # [4] int32 strategy scores
+    last: Array  # [] int32 the strategy used last
+
+
+def mixed_init(trials: int) -> MixedState:
+    return MixedState(jnp.asarray([4, 4, 2, 1], jnp.int32), i32(0))
+
+
+def _beat_freq(c: Array) -> Array:
+    r, p, s = c[0], c[1], c[2]
+    return jnp.where((r > p) & (r > s), PAPER, jnp.where(p > s, SCISSORS, ROCK))
+
+
+def mixed_strategy_step(state: MixedState, my, opp, rand):
+    """Pick one of four strategies (beat the opponent's follow-up to my last move, to its last
+    move, its most frequent move, or random) with probability proportional to its score
+    (+3 win, +1 draw, x 0.8 loss)."""
+    trials = my.shape[0] - 1
+    turn = opp[0]
+    lm, lo = last(my), last(opp)
+    d = (lm - lo) % 3
+    s = state.scores
+    old = s[state.last]
+    upd = jnp.where(d == 0, old + 1, jnp.where(d == 1, old + 3, (old * 4) // 5))
+    s = jnp.where(turn > 0, s.at[state.last].set(upd), mixed_init(trials).scores)
+
+    idx = jnp.arange(trials + 1)
+    prev_my = jnp.concatenate([jnp.zeros((1,), jnp.int32), my[:-1]])
+    prev_opp = jnp.concatenate([jnp.zeros((1,), jnp.int32), opp[:-1]])
+    in_range = (idx >= 2) & (idx <= turn - 1)
+    onehot = jax.nn.one_hot(opp, 3, dtype=jnp.int32)
+    c0 = jnp.sum(onehot * (in_range & (prev_my == lm))[:, None], axis=0)
+    c1 = jnp.sum(onehot * (in_range & (prev_opp == lo))[:, None], axis=0)
+    c2 = jnp.sum(onehot * ((idx >= 1) & (idx <= turn))[:, None], axis=0)
+
+    t = unit(rand[0]) * s.sum().astype(jnp.float32)
+    cum = jnp.cumsum(s).astype(jnp.float32)
+    which = jnp.where(t < cum[0], 0, jnp.where(t < cum[1], 1, jnp.where(t < cum[2], 2, 3)))
+    moves = jnp.stack([_beat_freq(c0), _beat_freq(c1), _beat_freq(c2), rand_mod3(rand[1])])
+    return i32(moves[which]), MixedState(i32(s), i32(which))
+
+
+# ----------------------------------------------------------------------------- Multi-strategy
+
+
+def _md5_sequence(n: int) -> np.ndarray:
+    """Multibot's `MD5Random() % 3` for its first `n` calls: the MD5 compression function
+    iterated on its own output from the MD5 initial state (a fixed sequence)."""
+    s = [7, 12, 17, 22] * 4 + [5, 9, 14, 20] * 4 + [4, 11, 16, 23] * 4 + [6, 10, 15, 21] * 4
+    k = [int(abs(np.sin(i + 1)) * 2**32) & 0xFFFFFFFF for i in range(64)]
+    mask = 0xFFFFFFFF
+
+    def rotl(x, c):
+        return ((x << c) | (x >> (32 - c))) & mask
+
+    def transform(buf, block):
+        a, b, c, d = buf
+        for i in range(64):
+            if i < 16:
+                f, g = d ^ (b & (c ^ d)), i
+            elif i < 32:
+                f, g = c ^ (d & (b ^ c)), (5 * i + 1) % 16
+            elif i < 48:
+                f, g = b ^ c ^ d, (3 * i + 5) % 16
+            else:
+                f, g = c ^ (b | (~d & mask)), (7 * i) % 16
+            a, d, c, b = d, c, b, (b + rotl((a + f + k[i] + block[g]) & mask, s[i])) & mask
+        return [(x + y) & mask for x, y in zip(buf, (a, b, c, d), strict=True)]
+
+    buf = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476]
+    block = [(buf[i % 4] + buf[i // 4]) & mask for i in range(16)]
+    out = []
+    for _ in range(n):
+        buf = transform(buf, block)
+        block = [(buf[i % 4] + buf[i // 4]) & mask for i in range(16)]
+        out.append(buf[0] % 3)
+    return np.asarray(out, np.int32)
+
+
+class MultiState(NamedTuple):
+    data: Array  # [7, 50] float32 each strategy's recent scores (ring)
+    total: Array  # [7] float32 their sum
+    count: Array  # [] int32 scores held (<= 50)
+    next: Array  # [] int32 ring position
+    lastmove: Array  # [7] int32 each strategy's last move
+
+
+def multi_init(trials: int) -> MultiState:
+    return MultiState(
+        jnp.zeros((7, 50), jnp.float32),
+        jnp.zeros((7,), jnp.float32),
+        i32(0),
+        i32(0),
+        jnp.zeros((7,), jnp.int32),
+    )
+
+
+def multibot_step(state: MultiState, my, opp, rand):
+    """Seven fixed strategies (MD5-random, rock, paper, scissors, beat-copy, beat-switch,
+    beat-freq) scored over the last 50 throws (1 win, 0.5 draw); play the best one's move."""
+    trials = my.shape[0] - 1
+    n = opp[0]
+    md5 = jnp.asarray(_md5_sequence(trials + 1))
+    lo = last(opp)
+    d = (state.lastmove - lo) % 3
+    score = jnp.where(d == 0, 0.5, jnp.where(d == 1, 1.0, 0.0)).astype(jnp.float32)
+    total = state.total - state.data[:, state.next] + score
+    data = state.data.at[:, state.next].set(score)
+    count = jnp.minimum(state.count + 1, 50)
+    success = total / count.astype(jnp.float32)
+    c = jnp.zeros(3, jnp.int32).at[my[1:]].add((jnp.arange(1, trials + 1) <= n).astype(jnp.int32))
+    r, p, s = c[0], c[1], c[2]
+    beatfreq = jnp.where((r > p) & (r > s), SCISSORS, jnp.where(p > s, ROCK, PAPER))
+    moves = jnp.stack(
+        [md5[n], i32(ROCK), i32(PAPER), i32(SCISSORS), (last(my) + 2) % 3, (lo + 2) % 3, beatfreq]
+    ).astype(jnp.int32)
+    best = jnp.argmax(success)  # the first strategy with the highest success
+    move = jnp.where(success[best] > 0, moves[best], ROCK)
+    new = MultiState(data, total, count, (state.next + 1) % 50, moves)
+    first = multi_init(trials)._replace(lastmove=jnp.zeros((7,), jnp.int32))
+    new = jax.tree.map(lambda a, b: jnp.where(n == 0, a, b), first, new)
+    return i32(jnp.where(n == 0, md5[0], move)), new
+
+
+# ----------------------------------------------------------------------------- Peterbot
+
+
+def _counts(hist: Array, n: Array) -> Array:
+    """`[3]` counts of `hist[1..n]`."""
+    trials = hist.shape[0] - 1
+    valid = (jnp.arange(1, trials + 1) <= n).astype(jnp.int32)
+    return jnp.zeros(3, jnp.int32).at[hist[1:]].add(valid)
+
+
+def peterbot_step(state, my, opp, rand):
+    """A fixed cascade: beat a majority move, beat a rotation over the last 50 throws, beat
+    my own frequent move if the opponent repeats it, beat switching, beat "beat last",
+    else random."""
+    trials = my.shape[0] - 1
+    n = opp[0]
+    first = n == 0
+    opp_last = jnp.where(first, rand_mod3(rand[0]), last(opp))
+    opp_prev = jnp.where(first, rand_mod3(rand[1]), jnp.where(n != 1, at(opp, n - 1), 0))
+    my_last = jnp.where(first, rand_mod3(rand[2]), last(my))
+    my_prev = jnp.where(first, rand_mod3(rand[3]), jnp.where(n != 1, at(my, n - 1), 0))
+    oc, mc = _counts(opp, n), _counts(my, n)
+    r, p, s = oc[0], oc[1], oc[2]
+
+    # beat rotate: opp[k] + 1 == opp[k + 1] for all k in [i0, n), where the original's i0 is
+    # n - 50, or 1 when that is negative (opp[0] is the throw count, as in the original).
+    i0 = jnp.where(n - 50 < 0, 1, n - 50)
+    k = jnp.arange(trials + 1)
+    nxt = jnp.concatenate([opp[1:], jnp.zeros((1,), jnp.int32)])
+    breaks = (k >= i0) & (k < n) & ((opp + 1) % 3 != nxt)
+    rotating = (i0 <= n) & ~jnp.any(breaks)
+
+    c_r, c_p, c_s = mc[0], mc[1], mc[2]
+    myfreq = jnp.where((c_r > c_p) & (c_r > c_s), PAPER, jnp.where(c_p > c_s, SCISSORS, ROCK))
+    other = jnp.where(
+        (opp_last != 0) & (opp_prev != 0), 0, jnp.where((opp_last != 1) & (opp_prev != 1), 1, 2)
+    )
+    move = jnp.select(
+        [
+            r - p - s > 0,
+            p - r - s > 0,
+            s - p - r > 0,
+            rotating,
+            (myfreq == opp_last) & (myfreq == opp_prev),
+            opp_last != opp_prev,
+            opp_last == (my_prev + 1) % 3,
+        ],
+        [
+            PAPER,
+            SCISSORS,
+            ROCK,
+            (at(opp, n) + 2) % 3,
+            (opp_last + 1) % 3,
+            (other + 1) % 3,
+            (my_last + 2) % 3,
+        ],
+        rand_mod3(jnp.where(first, rand[4], rand[0])),
+    )
+    return i32(move), state
+
+
+# ----------------------------------------------------------------------------- Inocencio
+
+
+def _patterns(hist: Array, opp: Array, n: Array) -> tuple[Array, Array]:
+    """Inocencio's `[27, 3]` smoothed follow-up table of 3-move patterns of `hist` (the
+    opponent's next move after each), and the current pattern (the last three moves)."""
+    trials = hist.shape[0] - 1
+    i = jnp.arange(1, trials + 1)
+    code = at(hist, i) + 3 * at(hist, i + 1) + 9 * at(hist, i + 2)
+    use = (i < n - 2).astype(jnp.float32)
+    pat = jnp.zeros((27, 3), jnp.float32).at[code, at(opp, i + 3)].add(use)
+    cnt = jnp.zeros((27,), jnp.float32).at[code].add(use)
+    pat = (pat + 1.0) / (cnt[:, None] + 3.0)
+    current = at(hist, n - 2) + 3 * at(hist, n - 1) + 9 * at(hist, n)
+    return pat, current
+
+
+def inocencio_step(state, my, opp, rand):
+    """Beat the opponent's dominant move over the last 20 throws, else beat the prediction of
+    a 3-move pattern table (on its moves, then on mine), else a biased random move."""
+    n = opp[0]
+    trials = my.shape[0] - 1
+    k = jnp.arange(1, trials + 1)
+    recent = (k <= n) & (k > n - 20)
+    c = jnp.zeros(3, jnp.int32).at[opp[1:]].add(recent.astype(jnp.int32)).astype(jnp.float32)
+    stat = (c + 1.0) / (c.sum() + 3.0)
+    pat, cur = _patterns(opp, opp, n)
+    mypat, mycur = _patterns(my, opp, n)
+    probs = pat[cur]
+    # The original adds into uninitialised locals (undefined behaviour; the port starts them at
+    # 0), and its second sum reads `pat` at MY pattern's index (kept as written).
+    stat = stat + (probs + pat[mycur]) / 3.0
+    fallback = biased_roshambo_traced(rand[0], stat[2], stat[0])
+    high, myhigh = probs > 0.45, mypat[mycur] > 0.45
+    s0 = (c + 1.0) / (c.sum() + 3.0)
+    move = jnp.select(
+        [
+            n < 20,
+            s0[0] > 0.45,
+            s0[1] > 0.45,
+            s0[2] > 0.45,
+            jnp.any(high),
+            jnp.any(myhigh),
+        ],
+        [
+            rand_mod3(rand[0]),
+            PAPER,
+            SCISSORS,
+            ROCK,
+            (jnp.argmax(high) + 1) % 3,
+            (jnp.argmax(myhigh) + 1) % 3,
+        ],
+        fallback,
+    )
+    return i32(move), state
+
+
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
@@ -262,4 +593,26 @@ def entrant_bots() -> list[Bot]:
         Bot("markov5", markov_init, _markov_step(None), "Majikthise", "Markian Hlynka"),
         Bot("markovbails", markov_init, _markov_step(-50), "Vroomfondel", "Markian Hlynka"),
         Bot("greenberg", greenberg.init, greenberg.step, "Greenberg", "Andrzej Nagorko"),
+        Bot(
+            "actr_lag2_decay",
+            _no_state,
+            actr_step,
+            "ACT-R Lag2",
+            "Dan Bothell, Christian Lebiere, Robert West",
+        ),
+        Bot("sweetrock", pena_init, _pena_step(True), "Sweet Rocky", "Lourdes Pena"),
+        Bot("piedra", pena_init, _pena_step(False), "Piedra", "Lourdes Pena"),
+        Bot("mixed_strategy", mixed_init, mixed_strategy_step, "Mixed Strategy", "Thad Frogley"),
+        Bot("multibot", multi_init, multibot_step, "Multi-strategy", "Mark James"),
+        Bot("peterbot", _no_state, peterbot_step, "Peterbot", "Peter Baylie"),
+        Bot(
+            "inocencio",
+            _no_state,
+            inocencio_step,
+            "Inocencio",
+            "Rafael Morales",
+            "approximate",
+            "its last-resort mix adds into uninitialised locals (undefined behaviour in C); "
+            "the port starts them at 0, so that branch can choose differently",
+        ),
     ]
