@@ -44,6 +44,8 @@ mixed_strategy          Mixed Strategy        Thad Frogley          faithful    
 multibot                Multi-strategy        Mark James            faithful    (7)
 peterbot                Peterbot              Peter Baylie          faithful
 inocencio               Inocencio             Rafael Morales        approximate (8)
+granite                 Granite               Aaron Davidson        faithful
+marble                  Marble                Aaron Davidson        faithful
 ======================  ====================  ====================  ==========  ==================
 
 (1) The original's table: several different de Bruijn strings B(3, 4) of length 81 concatenated
@@ -66,8 +68,8 @@ inocencio               Inocencio             Rafael Morales        approximate 
     agree until the first throw that falls through to that branch.
 
 Not yet ported (they raise `NotImplementedError` by name): phasenbott, halbot (MegaHAL),
-russrocker4, biopic, boom, shofar, granite, marble, zq_move, sunnervebot (Bugbrain) and
-suncrazybot (Knucklehead).
+russrocker4, biopic, boom, shofar, zq_move, sunnervebot (Bugbrain) and suncrazybot
+(Knucklehead).
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

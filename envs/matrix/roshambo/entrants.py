@@ -575,6 +575,145 @@ def inocencio_step(state, my, opp, rand):
     return i32(move), state
 
 
+# ----------------------------------------------------------------------------- Granite, Marble
+
+
+class DavidsonState(NamedTuple):
+    opp0: Array  # [3] int32 the opponent's move counts
+    my0: Array  # [3] int32 mine
+    opp1: Array  # [3, 3] int32 (opponent's move, its previous move)
+    my1: Array  # [3, 3] int32 (opponent's move, my previous move)
+    opp2: Array  # [3, 3, 3] int32 (opponent's move, its two previous)
+    my2: Array  # [3, 3, 3] int32 (opponent's move, my two previous)
+    oppmy2: Array  # [3, 3, 3] int32 (opponent's move, its previous, my one before)
+    myopp2: Array  # [3, 3, 3] int32 (opponent's move, my previous, its one before)
+    opp3: Array  # [3, 3, 3, 3] int32
+    my3: Array  # [3, 3, 3, 3] int32
+    last_pred: Array  # [] int32 Marble's last prediction (-1 none)
+    wins: Array  # [] int32 Marble's correct predictions
+
+
+def davidson_init(trials: int) -> DavidsonState:
+    z = jnp.zeros
+    return DavidsonState(
+        z(3, jnp.int32),
+        z(3, jnp.int32),
+        z((3, 3), jnp.int32),
+        z((3, 3), jnp.int32),
+        z((3, 3, 3), jnp.int32),
+        z((3, 3, 3), jnp.int32),
+        z((3, 3, 3), jnp.int32),
+        z((3, 3, 3), jnp.int32),
+        z((3, 3, 3, 3), jnp.int32),
+        z((3, 3, 3, 3), jnp.int32),
+        i32(-1),
+        i32(0),
+    )
+
+
+def _rand_int3(r: Array) -> Array:
+    """`(int)(random() / maxrandom * 3)`, exactly: `floor(3 r / 2**31)`."""
+    return jnp.where(r < 715827883, 0, jnp.where(r < 1431655766, 1, 2)).astype(jnp.int32)
+
+
+def _coin_exact(r: Array, prob: Array) -> Array:
+    t = jnp.ceil(prob.astype(jnp.float32) * jnp.float32(2**31)).astype(jnp.uint32)
+    return r < t
+
+
+def _davidson_step(marble: bool):
+    def step(state: DavidsonState, my, opp, rand):
+        ng = opp[0]
+        oL, oL1, oL2, oL3 = at(opp, ng), at(opp, ng - 1), at(opp, ng - 2), at(opp, ng - 3)
+        mL, mL1, mL2 = at(my, ng), at(my, ng - 1), at(my, ng - 2)
+        mL3 = at(my, ng - 3)
+        if marble:
+            wins = state.wins + (state.last_pred == oL)
+            noise = jnp.where(wins == jnp.maximum(ng, 1), 1.0, 0.0)  # (float)(wins / ng)
+        else:
+            k = jnp.arange(my.shape[0])
+            recent = (k > 0) & (k <= ng) & (k > ng - 20)
+            lost = recent & ((my - opp) % 3 == 2)
+            noise = jnp.where(jnp.sum(lost) >= 20, 1.0, 0.0)  # (float)(opp_wins / 20)
+            wins = state.wins
+        s = state
+        opp0 = s.opp0.at[oL].add(1)
+        my0 = s.my0.at[mL].add(1)
+        cnt = opp0
+        d1, d2, d3 = ng > 1, ng > 2, ng > 3
+        opp1 = jnp.where(d1, s.opp1.at[oL, oL1].add(1), s.opp1)
+        my1 = jnp.where(d1, s.my1.at[oL, mL1].add(1), s.my1)
+        cnt = cnt + d1 * (opp1[:, oL] + my1[:, mL])
+        opp2 = jnp.where(d2, s.opp2.at[oL, oL1, oL2].add(1), s.opp2)
+        my2 = jnp.where(d2, s.my2.at[oL, mL1, mL2].add(1), s.my2)
+        oppmy2 = jnp.where(d2, s.oppmy2.at[oL, oL1, mL2].add(1), s.oppmy2)
+        myopp2 = jnp.where(d2, s.myopp2.at[oL, mL1, oL2].add(1), s.myopp2)
+        cnt = cnt + d2 * (
+            opp2[:, oL, oL1] + my2[:, mL, mL1] + oppmy2[:, oL, mL1] + myopp2[:, mL, oL1]
+        )
+        opp3 = jnp.where(d3, s.opp3.at[oL, oL1, oL2, oL3].add(1), s.opp3)
+        my3 = jnp.where(d3, s.my3.at[oL, mL1, mL2, mL3].add(1), s.my3)
+        cnt = cnt + d3 * (opp3[:, oL, oL1, oL2] + my3[:, mL, mL1, mL2])
+
+        total = cnt.sum().astype(jnp.float32)
+        pr, pp, ps = cnt.astype(jnp.float32) / total
+        nz = jnp.float32(noise)
+        c0, c1 = rand[0], rand[1]
+        # Each branch: (prediction, its move); coins read draws in the original's order.
+        rock_p = jnp.where(
+            _coin_exact(c0, nz * ps), ROCK, jnp.where(_coin_exact(c1, nz * pp), SCISSORS, PAPER)
+        )
+        paper_p = jnp.where(
+            _coin_exact(c0, nz * ps), ROCK, jnp.where(_coin_exact(c1, nz * pr), PAPER, SCISSORS)
+        )
+        sc_p = jnp.where(
+            _coin_exact(c0, nz * pr), PAPER, jnp.where(_coin_exact(c1, nz * pp), SCISSORS, ROCK)
+        )
+        if marble:
+            rp_pred = biased_roshambo(c0, 0.5, 0.5)
+            rs_pred = biased_roshambo(c0, 0.5, 0.0)
+            sp_pred = biased_roshambo(c0, 0.0, 0.5)
+            rp = jnp.where(_coin_exact(c1, nz * ps), ROCK, rp_pred)
+            rs = jnp.where(_coin_exact(c1, nz * pp), SCISSORS, rs_pred)
+            sp = jnp.where(_coin_exact(c1, nz * pr), PAPER, sp_pred)
+        else:
+            rp = jnp.where(_coin_exact(c0, nz * ps), ROCK, biased_roshambo(c1, 0.5, 0.5))
+            rs = jnp.where(_coin_exact(c0, nz * pp), SCISSORS, biased_roshambo(c1, 0.5, 0.0))
+            sp = jnp.where(_coin_exact(c0, nz * pr), PAPER, biased_roshambo(c1, 0.0, 0.5))
+            rp_pred = rs_pred = sp_pred = i32(-1)
+        conds = [
+            (pr > pp) & (pr > ps),
+            (pp > pr) & (pp > ps),
+            (ps > pp) & (ps > pr),
+            (pr == ps) & (pr == pp),
+            pr == pp,
+            pr == ps,
+            ps == pp,
+        ]
+        move = jnp.select(
+            conds, [rock_p, paper_p, sc_p, _rand_int3(c0), rp, rs, sp], _rand_int3(c0)
+        )
+        pred = jnp.select(
+            conds,
+            [i32(ROCK), i32(PAPER), i32(SCISSORS), i32(-1), rp_pred, rs_pred, sp_pred],
+            i32(-1),
+        )
+        new = DavidsonState(
+            opp0, my0, opp1, my1, opp2, my2, oppmy2, myopp2, opp3, my3, i32(pred), i32(wins)
+        )
+        first = ng == 0
+        new = jax.tree.map(
+            lambda a, b: jnp.where(first, a, b),
+            davidson_init(my.shape[0] - 1)._replace(
+                last_pred=state.last_pred if marble else i32(-1)
+            ),
+            new,
+        )
+        return i32(jnp.where(first, _rand_int3(c0), move)), new
+
+    return step
+
+
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
@@ -605,6 +744,8 @@ def entrant_bots() -> list[Bot]:
         Bot("mixed_strategy", mixed_init, mixed_strategy_step, "Mixed Strategy", "Thad Frogley"),
         Bot("multibot", multi_init, multibot_step, "Multi-strategy", "Mark James"),
         Bot("peterbot", _no_state, peterbot_step, "Peterbot", "Peter Baylie"),
+        Bot("granite", davidson_init, _davidson_step(False), "Granite", "Aaron Davidson"),
+        Bot("marble", davidson_init, _davidson_step(True), "Marble", "Aaron Davidson"),
         Bot(
             "inocencio",
             _no_state,
