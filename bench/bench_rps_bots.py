@@ -82,18 +82,15 @@ def python_loop(opts: Options) -> list[Result]:
         ha, hb = empty_history(throws), empty_history(throws)
         for k in jax.random.split(key, throws):
             ka, kb = jax.random.split(k)
-            ma, sa = steps[a.name](sa, ha, hb, draw_random(ka))
-            mb, sb = steps[b.name](sb, hb, ha, draw_random(kb))
+            ma, sa = steps[a.name](sa, ha, hb, draw_random(ka, a.num_random))
+            mb, sb = steps[b.name](sb, hb, ha, draw_random(kb, b.num_random))
             ha, hb = record(ha, ma), record(hb, mb)
         return int(ma)
 
     for a, b in sample:  # warm-up: compile every bot's step once, untimed
-        steps[a.name](
-            a.init(throws), empty_history(throws), empty_history(throws), jnp.zeros(8, jnp.uint32)
-        )
-        steps[b.name](
-            b.init(throws), empty_history(throws), empty_history(throws), jnp.zeros(8, jnp.uint32)
-        )
+        for bot in (a, b):
+            h = empty_history(throws)
+            steps[bot.name](bot.init(throws), h, h, jnp.zeros(bot.num_random, jnp.uint32))
     times = []
     for i, (a, b) in enumerate(sample):
         s = time.perf_counter()

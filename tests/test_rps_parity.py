@@ -51,14 +51,17 @@ def played(recorded):
     names, _ = recorded
     gen = _support()
     opps = np.stack(list(gen.opponent_sequences().values()))  # [O, T]
-    draws = np.stack([gen.draws(s)[:, : roshambo.NUM_RANDOM] for s in gen.SEEDS])  # [S, T, K]
+    draws = np.stack([gen.draws(s) for s in gen.SEEDS])  # [S, T, 64]
     bots = [roshambo.BOTS[n] for n in names]
 
     @jax.jit
     def run(opps, draws):
         out = []
         for bot in bots:
-            per_seed = jax.vmap(lambda o, r, b=bot: play.play_sequence(b, o, r), (None, 0))
+            k = bot.num_random  # the bot reads the first k draws of each throw
+            per_seed = jax.vmap(
+                lambda o, r, b=bot, k=k: play.play_sequence(b, o, r[:, :k]), (None, 0)
+            )
             out.append(jax.vmap(per_seed, (0, None))(opps, draws))  # [O, S, T]
         return jnp.stack(out)
 

@@ -59,6 +59,7 @@ from marljax.core.wrappers import Wrapper
 from marljax.envs.matrix import roshambo
 from marljax.envs.matrix.matrix_game import MatrixGame, MatrixGameParams
 from marljax.envs.matrix.payoffs import rock_paper_scissors
+from marljax.envs.matrix.roshambo.base import num_random
 from marljax.envs.matrix.roshambo.play import init_states, switch_step
 from marljax.envs.matrix.strategies import Strategy
 
@@ -650,7 +651,8 @@ def bot_strategy(
         started = mine >= 0
         my = jnp.where(started, roshambo.record(my, mine), my)
         opp = jnp.where(started, roshambo.record(opp, theirs), opp)
-        move, states = switch_step(bots, idx, states, my, opp, roshambo.draw_random(key))
+        rand = roshambo.draw_random(key, num_random(bots))
+        move, states = switch_step(bots, idx, states, my, opp, rand)
         return move, (idx, states, my, opp)
 
     return Strategy(init, act)
@@ -792,7 +794,7 @@ class RPSPopulation(Wrapper):
         key_env, key_bot = jax.random.split(key)
         chex.assert_shape(actions, (1,))
         learner = jnp.clip(jnp.asarray(actions, jnp.int32)[0], 0, NUM_ACTIONS - 1)
-        rand = roshambo.draw_random(key_bot)
+        rand = roshambo.draw_random(key_bot, num_random(self._bots))
         fixed = jnp.asarray(params.fixed_bot, jnp.int32)
         args = (state.bots, state.my, state.opp, rand)
         # With a fixed bot the index is shared by the batch, so `lax.switch` runs one bot only;

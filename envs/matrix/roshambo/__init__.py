@@ -46,6 +46,9 @@ peterbot                Peterbot              Peter Baylie          faithful
 inocencio               Inocencio             Rafael Morales        approximate (8)
 granite                 Granite               Aaron Davidson        faithful
 marble                  Marble                Aaron Davidson        faithful
+zq_move                 ZQ Bot                Neil Burch            faithful    (9)
+suncrazybot             Knucklehead           Sunir Shah            faithful
+sunnervebot             Bugbrain              Sunir Shah            faithful    (4)
 ======================  ====================  ====================  ==========  ==================
 
 (1) The original's table: several different de Bruijn strings B(3, 4) of length 81 concatenated
@@ -66,10 +69,11 @@ marble                  Marble                Aaron Davidson        faithful
 (8) Its last resort adds into uninitialised local arrays (undefined behaviour: the values are
     whatever the C stack held); the port starts them at 0. Its other rules are exact, so moves
     agree until the first throw that falls through to that branch.
+(9) Its trie of joint-move sequences is evaluated from suffix matches (same counts). It redraws
+    `random()` values above 2**31 - 3 (probability 1e-9), which the port does not.
 
 Not yet ported (they raise `NotImplementedError` by name): phasenbott, halbot (MegaHAL),
-russrocker4, biopic, boom, shofar, zq_move, sunnervebot (Bugbrain) and suncrazybot
-(Knucklehead).
+russrocker4, biopic, boom and shofar.
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

@@ -7,7 +7,8 @@ the 1999 competition's harness (`rsb-ts1.c`), so that ports read like their orig
 - `my`, `opp`: `[L + 1]` int32 histories; element 0 is the number of throws played so far `n`,
   element `i` (1 <= i <= n) the move of throw `i`; elements past `n` are 0. `L = trials` is the
   match length (static).
-- `rand`: `[NUM_RANDOM]` uint32 fresh draws, each uniform on `[0, 2**31)` like C's `random()`.
+- `rand`: `[K]` uint32 fresh draws (`K = bot.num_random`, at least `NUM_RANDOM`), each uniform
+  on `[0, 2**31)` like C's `random()`.
   A bot uses them in the order its original calls `random()` within the throw (the i-th call of
   the throw reads `rand[i]`), so with the same draws the port and the original make the same
   choices. The driver draws them from the JAX key, so bots are deterministic given the key.
@@ -28,8 +29,8 @@ import jax.numpy as jnp
 Array = jax.Array
 
 ROCK, PAPER, SCISSORS = 0, 1, 2
-#: random draws handed to a bot per throw (the most any competition bot uses in one throw is 7,
-#: apart from the two bots whose docstrings say otherwise).
+#: random draws handed to a bot per throw by default; bots that need more in some throw (a
+#: random initialisation on the first throw) say so in `Bot.num_random`.
 NUM_RANDOM = 8
 #: C's `maxrandom`: `random()` is uniform on `[0, 2**31)`.
 MAXRANDOM = 2**31
@@ -48,6 +49,7 @@ class Bot(NamedTuple):
         "approximate" (see `note`).
       note: what differs from the original, and why (empty when faithful).
       competition: True for the 43 bots of the population; False for the extra heuristics.
+      num_random: draws `K` its `step` reads per throw (the drivers hand at least this many).
     """
 
     name: str
@@ -58,6 +60,7 @@ class Bot(NamedTuple):
     fidelity: str = "faithful"
     note: str = ""
     competition: bool = True
+    num_random: int = NUM_RANDOM
 
 
 # ----------------------------------------------------------------------------- random helpers
@@ -106,9 +109,14 @@ def unit(r: Array) -> Array:
     return r.astype(jnp.float32) / jnp.float32(MAXRANDOM)
 
 
-def draw_random(key: Array) -> Array:
-    """`[NUM_RANDOM]` uint32 draws uniform on `[0, 2**31)` from a key."""
-    return jax.random.bits(key, (NUM_RANDOM,), jnp.uint32) >> 1
+def draw_random(key: Array, num: int = NUM_RANDOM) -> Array:
+    """`[num]` uint32 draws uniform on `[0, 2**31)` from a key."""
+    return jax.random.bits(key, (num,), jnp.uint32) >> 1
+
+
+def num_random(bots) -> int:
+    """Draws per throw that serve every bot of `bots`."""
+    return max([NUM_RANDOM, *(b.num_random for b in bots)])
 
 
 # ----------------------------------------------------------------------------- history helpers

@@ -714,6 +714,143 @@ def _davidson_step(marble: bool):
     return step
 
 
+# ----------------------------------------------------------------------------- ZQ Bot
+
+
+class ZQState(NamedTuple):
+    match: Array  # [L + 1] int32 common suffix length of the joint history ending at i and now
+
+
+def zq_init(trials: int) -> ZQState:
+    return ZQState(jnp.zeros((trials + 1,), jnp.int32))
+
+
+def zq_step(state: ZQState, my, opp, rand):
+    """Count, in a trie of joint-move sequences up to 9 long, what the opponent played after
+    each recent suffix of the match (weighted by how often the suffix occurred); beat the
+    most frequent.
+
+    The trie is evaluated from suffix matches: with `M[t]` the length of the common suffix of
+    the joint history ending at `t` and now, a suffix of length `l` occurred `#{t: M[t] >= l}`
+    times and was followed by opponent move `i` `#{t < now: M[t] >= l, opp[t + 1] = i}` times.
+    (The original's reset after 15 straight losses never fires: its counter is a local.)
+    """
+    trials = my.shape[0] - 1
+    n = my[0]
+    idx = jnp.arange(trials + 1)
+    same = (my == my[n]) & (opp == opp[n]) & (idx >= 1) & (idx <= n)
+    prev = jnp.concatenate([jnp.zeros((1,), jnp.int32), state.match[:-1]])
+    match = jnp.where((n > 0) & same, prev + 1, jnp.where(n > 0, 0, state.match)).astype(jnp.int32)
+    lengths = jnp.arange(1, 9)  # a length-9 suffix's node never gets children
+    hit = (match[None, :] >= lengths[:, None]) & (lengths[:, None] <= n)  # [8, L+1]
+    occurrences = hit.sum(-1)  # [8]
+    nxt = jnp.concatenate([opp[1:], jnp.zeros((1,), jnp.int32)])
+    followed = hit & (idx < n)[None]
+    after = jnp.einsum(
+        "ln,nm->lm", followed.astype(jnp.int32), jax.nn.one_hot(nxt, 3, dtype=jnp.int32)
+    )
+    counts = jnp.sum(occurrences[:, None] * after, axis=0)  # [3]
+    best = counts.max()
+    is_max = counts == best
+    first = jnp.argmax(is_max)
+    lastm = 2 - jnp.argmax(is_max[::-1])
+    n_max = is_max.sum()
+    move = jnp.where(
+        n_max == 3,
+        rand_mod3(rand[0]),  # the original redraws 2**31 - 2 and 2**31 - 1 (p = 1e-9)
+        jnp.where((n_max == 1) | ((rand[0] & 1) == 1), first, lastm),
+    )
+    return i32((move + 1) % 3), ZQState(match)
+
+
+# ----------------------------------------------------------------------------- Sunir Shah
+
+
+class CrazyState(NamedTuple):
+    last: Array  # [] int32 my last move (the original's static, never reset: starts at rock)
+    transform: Array  # [3] int32 next move as a function of the last
+    shuffle_units: Array  # [] int32 reshuffle probability in units of 0.05
+
+
+def crazy_init(trials: int) -> CrazyState:
+    return CrazyState(i32(0), jnp.zeros((3,), jnp.int32), i32(0))
+
+
+def _shuffle(rand: Array, offset) -> Array:
+    """Three fresh uniform moves; the original fills entries 2, 1, 0 in that order."""
+    third = 1.0 / 3
+    draws = [biased_roshambo(rand[offset + k], third, third) for k in range(3)]
+    return jnp.stack(draws[::-1])
+
+
+def suncrazybot_step(state: CrazyState, my, opp, rand):
+    """Knucklehead: play a random permutation-like table of my last move; every loss adds
+    0.1 and every draw 0.05 to the chance of drawing a new table (then back to 0)."""
+    n = my[0]
+    first = n == 0
+    transform = jnp.where(first, _shuffle(rand, 0), state.transform)
+    d = (last(my) - last(opp)) % 3
+    add = jnp.where(d == 2, 2, jnp.where(d == 0, 1, 0))
+    units = jnp.where(first, 0, state.shuffle_units + add)
+    coin_draw = jnp.where(first, rand[3], rand[0])
+    prob = units.astype(jnp.float32) * jnp.float32(0.05)
+    shuffle = coin_draw < jnp.ceil(prob * jnp.float32(2**31)).astype(jnp.uint32)
+    transform = jnp.where(shuffle, _shuffle(rand, jnp.where(first, 4, 1)), transform)
+    units = jnp.where(shuffle, 0, units)
+    move = transform[state.last]
+    return i32(move), CrazyState(i32(move), transform, i32(units))
+
+
+class NerveState(NamedTuple):
+    probs: Array  # [3, 3, 3] float32 P(my next move | my last, opponent's last)
+
+
+def nerve_init(trials: int) -> NerveState:
+    return NerveState(jnp.zeros((3, 3, 3), jnp.float32))
+
+
+def _nerve_table(rand: Array) -> Array:
+    """The random initial table, drawn in the original's order (i, j from 2 down to 0)."""
+    probs = jnp.zeros((3, 3, 3), jnp.float32)
+    k = 0
+    for i in (2, 1, 0):
+        for j in (2, 1, 0):
+            p0 = unit(rand[k])
+            p1 = unit(rand[k + 1]) * (1.0 - p0)
+            probs = probs.at[i, j].set(jnp.stack([p0, p1, 1.0 - p0 - p1]))
+            k += 2
+    return probs
+
+
+def sunnervebot_step(state: NerveState, my, opp, rand):
+    """Bugbrain: a table of move probabilities given the last joint move, nudged after each
+    throw: a win pulls the chosen move's probability towards 1, a draw or a loss shrinks it,
+    the other two absorb the difference in proportion."""
+    n = my[0]
+    first = n == 0
+    probs = jnp.where(first, _nerve_table(rand), state.probs)
+    lm, lo = last(my), last(opp)
+    # sunMYPREVTURN(2) is my[n - 1]: on the second throw that is my[0], the throw count (1).
+    a, b = at(my, n - 1), at(opp, n - 1)
+    d = (lm - lo) % 3
+    old = probs[a, b, lm]
+    new = jnp.where(d == 2, old * 0.8, jnp.where(d == 0, old * 0.9, (old - 1.0) * 0.8 + 1.0))
+    delta = old - new
+    nxt, oth = (lm + 1) % 3, (lm + 2) % 3
+    pn, po = probs[a, b, nxt], probs[a, b, oth]
+    delta = delta * pn / (pn + po)
+    row = probs[a, b].at[lm].set(new).at[nxt].add(delta)
+    row = row.at[oth].set(1.0 - row[nxt] - row[lm])
+    probs = jnp.where(first, probs, probs.at[a, b].set(row))
+    third = 1.0 / 3
+    move = jnp.where(
+        first,
+        biased_roshambo(rand[18], third, third),
+        biased_roshambo_traced(rand[0], probs[lm, lo, 0], probs[lm, lo, 1]),
+    )
+    return i32(move), NerveState(probs)
+
+
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
@@ -746,6 +883,9 @@ def entrant_bots() -> list[Bot]:
         Bot("peterbot", _no_state, peterbot_step, "Peterbot", "Peter Baylie"),
         Bot("granite", davidson_init, _davidson_step(False), "Granite", "Aaron Davidson"),
         Bot("marble", davidson_init, _davidson_step(True), "Marble", "Aaron Davidson"),
+        Bot("zq_move", zq_init, zq_step, "ZQ Bot", "Neil Burch"),
+        Bot("suncrazybot", crazy_init, suncrazybot_step, "Knucklehead", "Sunir Shah", num_random=8),
+        Bot("sunnervebot", nerve_init, sunnervebot_step, "Bugbrain", "Sunir Shah", num_random=19),
         Bot(
             "inocencio",
             _no_state,

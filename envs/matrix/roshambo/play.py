@@ -19,7 +19,7 @@ def play_sequence(bot: Bot, opp_moves: Array, rand: Array) -> Array:
     Args:
       bot: the bot.
       opp_moves: `[T]` int32 the opponent's moves.
-      rand: `[T, NUM_RANDOM]` uint32 draws on `[0, 2**31)`, row `t` for throw `t`.
+      rand: `[T, K]` uint32 draws on `[0, 2**31)`, row `t` for throw `t`, `K >= bot.num_random`.
 
     Returns:
       `[T]` int32 the bot's moves.
@@ -48,8 +48,8 @@ def play_match(bot_a: Bot, bot_b: Bot, key: Array, trials: int) -> tuple[Array, 
     def body(carry, key_t):
         sa, sb, ha, hb = carry
         key_a, key_b = jax.random.split(key_t)
-        a, sa = bot_a.step(sa, ha, hb, draw_random(key_a))
-        b, sb = bot_b.step(sb, hb, ha, draw_random(key_b))
+        a, sa = bot_a.step(sa, ha, hb, draw_random(key_a, bot_a.num_random))
+        b, sb = bot_b.step(sb, hb, ha, draw_random(key_b, bot_b.num_random))
         return (sa, sb, record(ha, a), record(hb, b)), jnp.stack([a, b])
 
     h = empty_history(trials)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from marljax.envs.matrix.roshambo.base import NUM_RANDOM, Bot, empty_history, record
+from marljax.envs.matrix.roshambo.base import Bot, empty_history, num_random, record
 
 Array = jax.Array
 
@@ -76,7 +76,8 @@ def _crosstable_program(row_bots, col_bots, num_episodes, trials):
 
         def body(carry, key_t):
             row_states, col_states, h_row, h_col, score = carry
-            bits = jax.random.bits(key_t, (2, R, C, E, NUM_RANDOM), jnp.uint32) >> 1
+            k = num_random(row_bots + col_bots)
+            bits = jax.random.bits(key_t, (2, R, C, E, k), jnp.uint32) >> 1
             row_moves, new_row = [], []
             for r, bot in enumerate(row_bots):
                 m, s = batched_step(bot, row_states[r], h_row[r], h_col[r], bits[0, r])
