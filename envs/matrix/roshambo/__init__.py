@@ -37,6 +37,7 @@ robertot                Robertot              Andreas Junghanns     faithful
 markov5                 Majikthise            Markian Hlynka        faithful    (4)
 markovbails             Vroomfondel           Markian Hlynka        faithful    (4)
 greenberg               Greenberg             Andrzej Nagorko       faithful    (5)
+phasenbott              Phasenbott            Jakob Mandelson       faithful    (2)
 actr_lag2_decay         ACT-R Lag2            D. Bothell et al.     faithful    (6)
 sweetrock               Sweet Rocky           Lourdes Pena          faithful
 piedra                  Piedra                Lourdes Pena          faithful
@@ -53,8 +54,9 @@ sunnervebot             Bugbrain              Sunir Shah            faithful    
 
 (1) The original's table: several different de Bruijn strings B(3, 4) of length 81 concatenated
     (1000 moves), not one string repeated.
-(2) Same decisions, different layout (incremental match lengths, ring buffers of cumulative
-    scores): O(L) vector work per throw. Its quirks are kept (see `iocaine`).
+(2) Same decisions, different layout (incremental match lengths, the original's early-stopping
+    scans in closed form, ring buffers of cumulative scores): O(L) vector work per throw. The
+    originals' quirks are kept (see `iocaine`, `phasenbott`).
 (3) The originals model in double precision; the ports use float32 (JAX's default). predbot
     made the same moves as the original in every recorded match; mod1bot's exponentially faded
     scores (x 0.98 per throw) meet near-ties where float32 and double round differently, so its
@@ -72,8 +74,8 @@ sunnervebot             Bugbrain              Sunir Shah            faithful    
 (9) Its trie of joint-move sequences is evaluated from suffix matches (same counts). It redraws
     `random()` values above 2**31 - 3 (probability 1e-9), which the port does not.
 
-Not yet ported (they raise `NotImplementedError` by name): phasenbott, halbot (MegaHAL),
-russrocker4, biopic, boom and shofar.
+Not yet ported (they raise `NotImplementedError` by name): halbot (MegaHAL), russrocker4, biopic,
+boom and shofar.
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

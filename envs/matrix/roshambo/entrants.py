@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.envs.matrix.roshambo import greenberg, iocaine
+from marljax.envs.matrix.roshambo import greenberg, iocaine, phasenbott
 from marljax.envs.matrix.roshambo.base import (
     PAPER,
     ROCK,
@@ -869,6 +869,14 @@ def entrant_bots() -> list[Bot]:
         Bot("markov5", markov_init, _markov_step(None), "Majikthise", "Markian Hlynka"),
         Bot("markovbails", markov_init, _markov_step(-50), "Vroomfondel", "Markian Hlynka"),
         Bot("greenberg", greenberg.init, greenberg.step, "Greenberg", "Andrzej Nagorko"),
+        Bot(
+            "phasenbott",
+            phasenbott.init,
+            phasenbott.step,
+            "Phasenbott",
+            "Jakob Mandelson",
+            num_random=phasenbott.NUM_RANDOM,
+        ),
         Bot(
             "actr_lag2_decay",
             _no_state,
