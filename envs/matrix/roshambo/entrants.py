@@ -851,9 +851,86 @@ def sunnervebot_step(state: NerveState, my, opp, rand):
     return i32(move), NerveState(probs)
 
 
+# ----------------------------------------------------------------------------- RussRocker4
+
+
+class RussState(NamedTuple):
+    m0: Array  # [3] int32 opponent move counts
+    m1: Array  # [3, 3, 3] int32 after the last joint move (mine, theirs)
+    m2: Array  # [3] * 5 int32 after the last two joint moves
+    m3: Array  # [3] * 7 int32 after the last three joint moves
+
+
+def russ_init(trials: int) -> RussState:
+    z = jnp.zeros
+    return RussState(
+        z((3,), jnp.int32), z((3,) * 3, jnp.int32), z((3,) * 5, jnp.int32), z((3,) * 7, jnp.int32)
+    )
+
+
+def _russ_thresholds() -> np.ndarray:
+    """`[8, 2]` the original's biased_roshambo thresholds for each set of tied top votes
+    (bit i = move i; the probabilities are 1/k for the k tied moves, summed in double)."""
+    out = np.zeros((8, 2), np.uint32)
+    for mask in range(1, 8):
+        k = bin(mask).count("1")
+        p = [(1 if mask >> i & 1 else 0) / k for i in range(3)]
+        out[mask] = [threshold(p[0]), threshold(p[0] + p[1])]
+    return out
+
+
+def russrocker4_step(state: RussState, my, opp, rand):
+    """Vote for the opponent's next move with frequency tables after the last 3, 2, 1 and 0
+    joint moves (exact context, then marginals over one player's oldest move); longer contexts
+    outvote shorter ones and may stop the vote; beat a random top-voted move."""
+    n = opp[0]
+    m = lambda k: at(my, n - k)  # noqa: E731
+    o = lambda k: at(opp, n - k)  # noqa: E731
+    tl = o(0)
+    s = state
+    m3 = jnp.where(n >= 4, s.m3.at[m(3), o(3), m(2), o(2), m(1), o(1), tl].add(1), s.m3)
+    m2 = jnp.where(n >= 3, s.m2.at[m(2), o(2), m(1), o(1), tl].add(1), s.m2)
+    m1 = jnp.where(n >= 2, s.m1.at[m(1), o(1), tl].add(1), s.m1)
+    m0 = jnp.where(n >= 1, s.m0.at[tl].add(1), s.m0)
+
+    votes = jnp.ones(3, jnp.int32)
+    done = jnp.bool_(False)
+
+    def vote(temp, weight, active, votes, done):
+        top = temp.max()
+        ok = active & ~done & (top > 0)
+        is_top = temp == top
+        return votes + jnp.where(ok, is_top * weight, 0), ok, is_top.sum()
+
+    t3 = m3[m(2), o(2), m(1), o(1), m(0), tl]
+    votes, ok, cnt = vote(t3, 10000, n >= 3, votes, done)
+    done = done | (ok & ((cnt == 1) | (n >= 825)))
+    t3b = m3[:, o(2), m(1), o(1), m(0), tl].sum(0) + m3[m(2), :, m(1), o(1), m(0), tl].sum(0)
+    votes, _, _ = vote(t3b, 5000, n >= 3, votes, done)
+    t2 = m2[m(1), o(1), m(0), tl]
+    votes, ok, _ = vote(t2, 1000, n >= 2, votes, done)
+    done = done | (ok & (n >= 11))
+    t2b = m2[:, o(1), m(0), tl].sum(0) + m2[m(1), :, m(0), tl].sum(0)
+    votes, _, _ = vote(t2b, 500, n >= 2, votes, done)
+    t1 = m1[m(0), tl]
+    votes, ok, _ = vote(t1, 100, n >= 1, votes, done)
+    done = done | (ok & (n >= 6))
+    t1b = m1[:, tl].sum(0) + m1[m(0), :].sum(0)
+    votes, _, _ = vote(t1b, 50, n >= 1, votes, done)
+    votes, _, _ = vote(m0, 10, jnp.bool_(True), votes, done)
+
+    top = votes == votes.max()
+    mask = top[0] * 1 + top[1] * 2 + top[2] * 4
+    th = jnp.asarray(_russ_thresholds())[mask]
+    r = rand[0]
+    pick = jnp.where(r < th[0], ROCK, jnp.where(r < th[1], PAPER, SCISSORS))
+    return i32((1 + pick) % 3), RussState(m0, m1, m2, m3)
+
+
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
+        Bot("russrocker4", russ_init, russrocker4_step, "RussRocker4", "Russ Williams"),
         Bot(
             "mod1bot",
             mod1_init,
