@@ -32,6 +32,7 @@ addshiftbot3            Add-react             Darse Billings        faithful
 adddriftbot2            Add-drift             Darse Billings        faithful
 iocainebot              Iocaine Powder        Dan Egnor             faithful    (2)
 russrocker4             RussRocker4           Russ Williams         faithful
+biopic                  Biopic                Jonathan Schaeffer    faithful    (2)
 mod1bot                 Simple Modeller       Don Beal              approximate (3)
 predbot                 Simple Predictor      Don Beal              faithful    (3)
 robertot                Robertot              Andreas Junghanns     faithful
@@ -75,8 +76,7 @@ sunnervebot             Bugbrain              Sunir Shah            faithful    
 (9) Its trie of joint-move sequences is evaluated from suffix matches (same counts). It redraws
     `random()` values above 2**31 - 3 (probability 1e-9), which the port does not.
 
-Not yet ported (they raise `NotImplementedError` by name): halbot (MegaHAL), biopic, boom and
-shofar.
+Not yet ported (they raise `NotImplementedError` by name): halbot (MegaHAL), boom and shofar.
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

@@ -927,10 +927,112 @@ def russrocker4_step(state: RussState, my, opp, rand):
     return i32((1 + pick) % 3), RussState(m0, m1, m2, m3)
 
 
+# ----------------------------------------------------------------------------- Biopic
+
+
+class BiopicState(NamedTuple):
+    match: Array  # [2, L + 1] int32 suffix-match lengths vs now (opponent's moves, mine)
+    score: Array  # [] int32 my running score
+    gorandom: Array  # [] int32 random-play countdown
+    move: Array  # [4] int32 the four predictors' last moves
+    sc: Array  # [4] int32 their hit counts (halved every 32 throws)
+    freq: Array  # [2, 3] int32 my / the opponent's move counts (halved every 32 throws)
+
+
+def biopic_init(trials: int) -> BiopicState:
+    z = jnp.zeros
+    return BiopicState(
+        z((2, trials + 1), jnp.int32),
+        i32(0),
+        i32(0),
+        z(4, jnp.int32),
+        z(4, jnp.int32),
+        z((2, 3), jnp.int32),
+    )
+
+
+def _cdiv(a: Array, b) -> Array:
+    """C integer division (truncation towards zero)."""
+    q = jnp.abs(a) // b
+    return jnp.where(a < 0, -q, q)
+
+
+def _biopic_move(wt: Array, r: Array) -> Array:
+    """`BiopicMove`: expected values of each move against counts `wt`, small ones zeroed,
+    large ones boosted, then a move drawn in proportion."""
+    ev = jnp.stack([wt[2] - wt[1], wt[0] - wt[2], wt[1] - wt[0]])  # rock, paper, scissors
+    ev = jnp.where(ev * 5 < ev.sum(), 0, ev)
+    ev = jnp.where(_cdiv(ev * 5, 3) >= ev.sum(), 99999, ev)
+    ttl = ev.sum()
+    tf = jnp.maximum(ttl, 1).astype(jnp.float32)
+    third = 1.0 / 3
+    return jnp.where(
+        ttl <= 0,
+        biased_roshambo(r, third, third),
+        biased_roshambo_traced(r, ev[0] / tf, ev[1] / tf),
+    )
+
+
+def biopic_step(state: BiopicState, my, opp, rand):
+    """Two context models (the opponent's last 1..10 moves, or mine, predicting its next
+    move; longer contexts weigh 3x more each), two frequency models, pick the one with the
+    most recent hits; random when losing (and a burst of random play at -10)."""
+    trials = my.shape[0] - 1
+    t = my[0]
+    idx = jnp.arange(trials + 1)
+    d = (my[t] - opp[t]) % 3
+    score = state.score + jnp.where(d == 1, 1, jnp.where(d == 2, -1, 0))
+    freq = state.freq.at[0, my[t]].add(1).at[1, opp[t]].add(1)
+    sc = state.sc + jnp.where(t > 1, ((state.move + 2) % 3 == opp[t]).astype(jnp.int32), 0)
+    # The context tables, as suffix matches: a context of the last l moves of history H was
+    # followed by the opponent's move m #{s < t: match_H[s] >= l, opp[s + 1] = m} times.
+    valid = (idx >= 1) & (idx <= t - 1)
+    eq = jnp.stack([opp == opp[t], my == my[t]]) & valid
+    shifted = jnp.concatenate([jnp.zeros((2, 1), jnp.int32), state.match[:, :-1]], axis=1)
+    match = jnp.where(eq, shifted + 1, 0).astype(jnp.int32)
+    halve = t % 32 == 0
+    freq = jnp.where(halve, freq >> 1, freq)
+    sc = jnp.where(halve, sc >> 1, sc)
+
+    nxt = jax.nn.one_hot(jnp.concatenate([opp[1:], jnp.zeros((1,), jnp.int32)]), 3, dtype=jnp.int32)
+    lengths = jnp.arange(1, 11)
+    weights = (3 ** (lengths - 1)) * (lengths <= t)  # mult[l - 1] for contexts that exist
+    hits = match[:, None, :] >= lengths[None, :, None]  # [2, 10, L + 1]
+    counts = jnp.einsum("hln,nm->hlm", hits.astype(jnp.int32), nxt)
+    wt = jnp.einsum("l,hlm->hm", weights, counts)  # [2 (opp tables, my tables), 3]
+    moves = jnp.stack(
+        [
+            _biopic_move(wt[0], rand[0]),
+            _biopic_move(wt[1], rand[1]),
+            _biopic_move(freq[0], rand[2]),
+            _biopic_move(freq[1], rand[3]),
+        ]
+    ).astype(jnp.int32)
+    best = jnp.argmax(sc)
+
+    go = state.gorandom
+    countdown = jnp.where(go > 0, go - 1, go)
+    random_move = rand_mod3(rand[0])
+    down = score < -25
+    burst = (go > 0) & (countdown >= 8)
+    start = (score <= -10) & (countdown == 0)
+    go_new = jnp.where(down, go, jnp.where(start & ~burst, 16, countdown))
+    use_random = down | burst | start
+    move = jnp.where(use_random, random_move, moves[best])
+    new_moves = jnp.where(use_random, state.move, moves)
+    new = BiopicState(match, i32(score), i32(go_new), new_moves, i32(sc), i32(freq))
+    first = t == 0
+    new = jax.tree.map(
+        lambda a, b: jnp.where(first, a, b), biopic_init(trials)._replace(move=state.move), new
+    )
+    return i32(jnp.where(first, random_move, move)), new
+
+
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
         Bot("russrocker4", russ_init, russrocker4_step, "RussRocker4", "Russ Williams"),
+        Bot("biopic", biopic_init, biopic_step, "Biopic", "Jonathan Schaeffer"),
         Bot(
             "mod1bot",
             mod1_init,
