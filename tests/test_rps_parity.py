@@ -2,7 +2,8 @@
 
 `tests/data/rps_parity.npz` holds the moves the original C bots played (recorded by
 `tests/support/make_rps_parity_data.py`) in matches of 1000 throws against four fixed opponent
-sequences, with `random()` replaced by given draws (two streams). A faithful port fed the same
+sequences and a "counter" opponent (it plays what beats the bot's move, so losing branches run;
+its moves are the recorded ones + 1), with `random()` replaced by given draws (two streams). A faithful port fed the same
 draws must play the same 1000 moves: for the deterministic bots this is plain action-for-action
 parity, for the randomised ones it checks every decision rule, random branches included. All
 bots x sequences x streams run as ONE compiled program.
@@ -23,10 +24,11 @@ from marljax.envs.matrix.roshambo import play
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "rps_parity.npz")
 T = 1000
-#: The approximate ports (see `roshambo`'s table) are compared on a prefix (the recorded
-#: matches agree at least this long) and on their move frequencies: mod1bot models in float32
-#: where the original uses double; inocencio's last resort reads uninitialised C locals.
-PREFIX = {"mod1bot": 100, "inocencio": 35}
+#: The approximate ports (see `roshambo`'s table) are compared on a prefix (every recorded
+#: match agrees at least this long) and on their move frequencies: mod1bot models in float32
+#: where the original uses double; inocencio's last resort reads uninitialised C locals (its
+#: first 20 throws are random draws; the counter opponent reaches the last resort at throw 23).
+PREFIX = {"mod1bot": 100, "inocencio": 20}
 
 
 def _support():
@@ -48,30 +50,36 @@ def recorded():
 @pytest.fixture(scope="module")
 def played(recorded):
     """`[B, O, S, T]` the ports' moves, every bot in one jitted program."""
-    names, _ = recorded
     gen = _support()
-    opps = np.stack(list(gen.opponent_sequences().values()))  # [O, T]
+    names, moves = recorded
+    fixed = np.stack(list(gen.opponent_sequences().values()))  # [O, T]
+    counter = (moves[:, -1].astype(np.int64) + 1) % 3  # [B, S, T], per bot and stream
     draws = np.stack([gen.draws(s) for s in gen.SEEDS])  # [S, T, 64]
     bots = [roshambo.BOTS[n] for n in names]
 
     @jax.jit
-    def run(opps, draws):
+    def run(fixed, counter, draws):
         out = []
-        for bot in bots:
+        for b, bot in enumerate(bots):
             k = bot.num_random  # the bot reads the first k draws of each throw
             per_seed = jax.vmap(
                 lambda o, r, b=bot, k=k: play.play_sequence(b, o, r[:, :k]), (None, 0)
             )
-            out.append(jax.vmap(per_seed, (0, None))(opps, draws))  # [O, S, T]
+            vs_fixed = jax.vmap(per_seed, (0, None))(fixed, draws)  # [O, S, T]
+            vs_counter = jax.vmap(
+                lambda o, r, b=bot: play.play_sequence(b, o, r[:, : b.num_random])
+            )(counter[b], draws)  # [S, T]
+            out.append(jnp.concatenate([vs_fixed, vs_counter[None]]))
         return jnp.stack(out)
 
-    return np.asarray(run(jnp.asarray(opps, jnp.int32), jnp.asarray(draws, jnp.uint32)))
+    args = (jnp.asarray(fixed, jnp.int32), jnp.asarray(counter, jnp.int32))
+    return np.asarray(run(*args, jnp.asarray(draws, jnp.uint32)))
 
 
 def test_every_ported_bot_is_recorded(recorded):
     names, moves = recorded
     assert set(names) == set(roshambo.BOTS)
-    assert moves.shape[1:] == (4, 2, T)
+    assert moves.shape[1:] == (5, 2, T)
 
 
 def test_ported_bots_play_the_originals_moves(recorded, played):

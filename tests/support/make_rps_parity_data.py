@@ -2,7 +2,9 @@
 
 Compiles the competition's C sources with a small driver that replaces `random()` by a given
 stream of draws (reset per throw, so the i-th call of throw t reads draw [t, i]), plays each bot
-against fixed opponent sequences, and writes `tests/data/rps_parity.npz`:
+against fixed opponent sequences and against a "counter" opponent that plays what beats the
+bot's move of the same throw (so the bots' losing branches run: bail-outs, fail-safes), and
+writes `tests/data/rps_parity.npz`:
 
     python tests/support/make_rps_parity_data.py path/to/rsb-ts1.c path/to/greenberg.c
 
@@ -49,7 +51,9 @@ E tab[] = {
 {"shofar",shofar},{"suncrazybot",sunCrazybot},{"sunnervebot",sunNervebot},{"sweetrock",sweetrock},
 {"switchalot",switchalot},{"switchbot",switchbot},{"textbot",textbot},{"zq_move",zq_move},{0,0}};
 
-/* usage: harness2 BOT STREAMFILE < opp_seq ; STREAMFILE: 1000 lines of KR ints. prints moves then max calls */
+/* usage: driver BOT STREAMFILE [counter] < opp_seq ; STREAMFILE: 1000 lines of KR ints.
+   prints the bot's moves, then the most draws one throw took. With "counter" the opponent
+   plays what beats the bot's move of the same throw (seen only from the next throw on). */
 int main(int argc, char **argv) {
   int (*f)() = 0; int i, k; int opp[trials+1]; int mine[trials+1]; int oh[trials+1];
   for (i = 0; tab[i].n; i++) if (!strcmp(tab[i].n, argv[1])) f = tab[i].f;
@@ -62,6 +66,7 @@ int main(int argc, char **argv) {
     memcpy(my_history, mine, sizeof(mine)); memcpy(opp_history, oh, sizeof(oh));
     h_turn = i; h_idx = 0;
     int m = f(); m = (m % 3 + 3) % 3;
+    if (argc > 3) opp[i] = (m + 1) % 3;
     mine[0]++; mine[mine[0]] = m; oh[0]++; oh[oh[0]] = opp[i];
     printf("%d", m);
   }
@@ -100,12 +105,14 @@ def main(rsb: str, greenberg: str, names: list[str]) -> None:
     for seed in SEEDS:
         np.savetxt(os.path.join(tmp, f"s{seed}.txt"), draws(seed), fmt="%d")
     opps = opponent_sequences()
-    moves = np.zeros((len(names), len(opps), len(SEEDS), T), np.int8)
+    moves = np.zeros((len(names), len(opps) + 1, len(SEEDS), T), np.int8)
     for b, name in enumerate(names):
-        for o, seq in enumerate(opps.values()):
+        for o, seq in enumerate([*opps.values(), None]):  # None: the counter opponent
+            seq = np.zeros(T, np.int64) if seq is None else seq
+            counter = ["counter"] if o == len(opps) else []
             for s, seed in enumerate(SEEDS):
                 out = subprocess.run(
-                    [exe, name, os.path.join(tmp, f"s{seed}.txt")],
+                    [exe, name, os.path.join(tmp, f"s{seed}.txt"), *counter],
                     input=" ".join(map(str, seq)),
                     capture_output=True,
                     text=True,

@@ -33,6 +33,7 @@ adddriftbot2            Add-drift             Darse Billings        faithful
 iocainebot              Iocaine Powder        Dan Egnor             faithful    (2)
 russrocker4             RussRocker4           Russ Williams         faithful
 biopic                  Biopic                Jonathan Schaeffer    faithful    (2)
+boom                    Boom                  Jack van Rijswijk     faithful    (10)
 mod1bot                 Simple Modeller       Don Beal              approximate (3)
 predbot                 Simple Predictor      Don Beal              faithful    (3)
 robertot                Robertot              Andreas Junghanns     faithful
@@ -75,8 +76,11 @@ sunnervebot             Bugbrain              Sunir Shah            faithful    
     agree until the first throw that falls through to that branch.
 (9) Its trie of joint-move sequences is evaluated from suffix matches (same counts). It redraws
     `random()` values above 2**31 - 3 (probability 1e-9), which the port does not.
+(10) Single-precision arithmetic as in the original (a few bail-out terms it rounds through
+    double may differ in the last bit); its out-of-bounds table reads on the first 27 throws
+    are reproduced from the table's flat layout (see `boom`).
 
-Not yet ported (they raise `NotImplementedError` by name): halbot (MegaHAL), boom and shofar.
+Not yet ported (they raise `NotImplementedError` by name): halbot (MegaHAL) and shofar.
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

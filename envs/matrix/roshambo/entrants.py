@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.envs.matrix.roshambo import greenberg, iocaine, phasenbott
+from marljax.envs.matrix.roshambo import boom, greenberg, iocaine, phasenbott
 from marljax.envs.matrix.roshambo.base import (
     PAPER,
     ROCK,
@@ -1033,6 +1033,7 @@ def entrant_bots() -> list[Bot]:
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
         Bot("russrocker4", russ_init, russrocker4_step, "RussRocker4", "Russ Williams"),
         Bot("biopic", biopic_init, biopic_step, "Biopic", "Jonathan Schaeffer"),
+        Bot("boom", boom.init, boom.step, "Boom", "Jack van Rijswijk"),
         Bot(
             "mod1bot",
             mod1_init,
