@@ -7,7 +7,8 @@ the original C functions (OpenSpiel's names). `BOTS` holds the ones ported so fa
 its original's logic (the competition's public source, `rsb-ts1.c`), reads the match history in
 the original's layout and draws its randomness like the original's `random()` calls, so that with
 the same draws it makes the same moves (checked throw by throw in `tests/test_rps_parity.py`
-against recordings of the original program).
+against recordings of the original programs, including matches against an opponent that beats
+every move, so that the bots' losing branches run too).
 
 ======================  ====================  ====================  ==========  ==================
 name                    played as             author                fidelity    note
@@ -34,6 +35,7 @@ iocainebot              Iocaine Powder        Dan Egnor             faithful    
 russrocker4             RussRocker4           Russ Williams         faithful
 biopic                  Biopic                Jonathan Schaeffer    faithful    (2)
 boom                    Boom                  Jack van Rijswijk     faithful    (10)
+shofar                  Shofar                Rudi Cilibrasi        faithful    (11)
 mod1bot                 Simple Modeller       Don Beal              approximate (3)
 predbot                 Simple Predictor      Don Beal              faithful    (3)
 robertot                Robertot              Andreas Junghanns     faithful
@@ -79,8 +81,12 @@ sunnervebot             Bugbrain              Sunir Shah            faithful    
 (10) Single-precision arithmetic as in the original (a few bail-out terms it rounds through
     double may differ in the last bit); its out-of-bounds table reads on the first 27 throws
     are reproduced from the table's flat layout (see `boom`).
+(11) Scores and weights in float32 (the original: double). The original initialises once per
+    process and carries its strategies from match to match; the port starts each match fresh.
+    Its first throw reads up to 961 draws (`num_random`).
 
-Not yet ported (they raise `NotImplementedError` by name): halbot (MegaHAL) and shofar.
+Not yet ported (it raises `NotImplementedError` by name): halbot (MegaHAL, a conversation-model
+trie grown with `malloc`, the largest of the entries).
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

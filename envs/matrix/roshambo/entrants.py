@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.envs.matrix.roshambo import boom, greenberg, iocaine, phasenbott
+from marljax.envs.matrix.roshambo import boom, greenberg, iocaine, phasenbott, shofar
 from marljax.envs.matrix.roshambo.base import (
     PAPER,
     ROCK,
@@ -1034,6 +1034,14 @@ def entrant_bots() -> list[Bot]:
         Bot("russrocker4", russ_init, russrocker4_step, "RussRocker4", "Russ Williams"),
         Bot("biopic", biopic_init, biopic_step, "Biopic", "Jonathan Schaeffer"),
         Bot("boom", boom.init, boom.step, "Boom", "Jack van Rijswijk"),
+        Bot(
+            "shofar",
+            shofar.init,
+            shofar.step,
+            "Shofar",
+            "Rudi Cilibrasi",
+            num_random=shofar.NUM_RANDOM,
+        ),
         Bot(
             "mod1bot",
             mod1_init,
