@@ -43,6 +43,7 @@ References:
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -675,8 +676,9 @@ class RPSPopulationParams(MatrixGameParams):
     Attributes:
       bot_weights: `[P]` float32 non-negative weights; each episode's bot is drawn from them.
       fixed_bot: `[]` int32, when >= 0 every episode plays this bot and `bot_weights` is
-        ignored. Unlike a one-hot `bot_weights`, it is shared by all episodes of a batch, so
-        only that bot's code runs (per-bot evaluation maps over it with `lax.map`).
+        ignored. With `RPSPopulation.per_bot_view()` it is read from the params, shared by all
+        episodes of a batch, so only that bot's code runs (per-bot evaluation maps over it
+        with `lax.map`).
     """
 
     bot_weights: Array = struct.field(default_factory=lambda: jnp.ones((1,), jnp.float32))
@@ -724,6 +726,19 @@ class RPSPopulation(Wrapper):
         self.num_throws = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
         self.num_agents = 1
         self.num_bots = len(self.bots)
+        self._index_from_params = False
+        self._view = None
+
+    def per_bot_view(self) -> RPSPopulation:
+        """The same env, stepping the bot `params.fixed_bot` (which must be >= 0) instead of the
+        episode's drawn bot: for evaluation, where a batch of episodes plays one bot and only
+        that bot's code should run (`population_returns` maps over bots with it)."""
+        if self._view is None:
+            view = copy.copy(self)
+            view._index_from_params = True
+            view._view = view
+            self._view = view
+        return self._view
 
     @property
     def name(self) -> str:
@@ -795,14 +810,12 @@ class RPSPopulation(Wrapper):
         chex.assert_shape(actions, (1,))
         learner = jnp.clip(jnp.asarray(actions, jnp.int32)[0], 0, NUM_ACTIONS - 1)
         rand = roshambo.draw_random(key_bot, num_random(self._bots))
-        fixed = jnp.asarray(params.fixed_bot, jnp.int32)
-        args = (state.bots, state.my, state.opp, rand)
-        # With a fixed bot the index is shared by the batch, so `lax.switch` runs one bot only;
-        # drawn bots differ per episode, and `vmap` turns the switch into a select over all.
-        bot, states = jax.lax.cond(
-            fixed >= 0,
-            lambda: switch_step(self._bots, fixed, *args),
-            lambda: switch_step(self._bots, state.bot_id, *args),
+        # The per-bot view reads the bot from the params, which a batch of episodes shares, so
+        # `lax.switch` runs that bot only; drawn bots differ per episode, and under `vmap` the
+        # switch becomes a select over every bot.
+        index = params.fixed_bot if self._index_from_params else state.bot_id
+        bot, states = switch_step(
+            self._bots, jnp.asarray(index, jnp.int32), state.bots, state.my, state.opp, rand
         )
         inner, ts = self._env.step(key_env, state.inner, jnp.stack([learner, bot]), params)
         new = RPSPopulationState(

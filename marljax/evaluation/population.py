@@ -195,6 +195,7 @@ def population_returns(
       `[P, E]` float32 returns, in the order of `env.bots`.
     """
     env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
+    env = env.per_bot_view() if hasattr(env, "per_bot_view") else env
     program = _population_program(env, agent, int(num_episodes), num_rounds, bool(greedy))
     keys = jax.random.split(key, env.num_bots)
     return program(env.one_hot_params(env_params), agent_state, hparams, keys)
@@ -221,6 +222,7 @@ def population_returns_over_seeds(
       `[S, P, E]` float32 returns.
     """
     env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
+    env = env.per_bot_view() if hasattr(env, "per_bot_view") else env
     num_seeds = jax.tree.leaves(agent_states)[0].shape[0]
     program = _seeds_program(env, agent, int(num_episodes), num_rounds, bool(greedy))
     keys = jax.random.split(key, (num_seeds, env.num_bots))
