@@ -62,6 +62,7 @@ from marljax.envs.matrix.matrix_game import MatrixGame, MatrixGameParams
 from marljax.envs.matrix.payoffs import rock_paper_scissors
 from marljax.envs.matrix.roshambo.base import num_random
 from marljax.envs.matrix.roshambo.play import init_states, switch_step
+from marljax.envs.matrix.roshambo.tables import pi_digits as _pi_digits
 from marljax.envs.matrix.strategies import Strategy
 
 ROCK, PAPER, SCISSORS = 0, 1, 2
@@ -205,25 +206,6 @@ def bot_init() -> BotState:
 
 
 # ----------------------------------------------------------------------------- sequences
-
-
-def _pi_digits(n: int) -> str:
-    """The first `n` decimal digits of pi ("31415..."), by Machin's formula in integers."""
-    guard = 10
-    scale = 10 ** (n + guard)
-
-    def arctan_inv(x: int) -> int:  # arctan(1/x) * scale
-        total, term, k, sign = 0, scale // x, 1, 1
-        x2 = x * x
-        while term:
-            total += sign * (term // k)
-            term //= x2
-            k += 2
-            sign = -sign
-        return total
-
-    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
-    return str(pi // 10**guard)[:n]
 
 
 def _de_bruijn(k: int, n: int) -> list[int]:

@@ -113,9 +113,7 @@ def foxtrotbot(my, opp, rand):
 @functools.lru_cache(maxsize=1)
 def pi_nonzero_digits() -> np.ndarray:
     """The non-zero digits among the first 1200 decimal digits of pi (pibot's cycle)."""
-    from marljax.envs.matrix.rps_bots import _pi_digits
-
-    digits = np.asarray([int(c) for c in _pi_digits(1200)], np.int32)
+    digits = np.asarray([int(c) for c in tables.pi_digits(1200)], np.int32)
     return digits[digits != 0]
 
 

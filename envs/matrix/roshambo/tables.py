@@ -1,8 +1,9 @@
-"""Fixed move tables of two sequence bots of the 1999 RoShamBo test suite (data, 0/1/2 digits).
+"""Move tables of the sequence bots of the 1999 RoShamBo test suite (data, 0/1/2 digits), and pi.
 
-Both are 1000-move tables that the bots index by the turn number; they are reproduced digit for
-digit from the competition's test-suite program (`rsb-ts1.c`, D. Billings, 1999), where they are
-the `db_table` arrays of `debruijn81` and `textbot`.
+The two tables are 1000-move tables that the bots index by the turn number; they are reproduced
+digit for digit from the competition's test-suite program (`rsb-ts1.c`, D. Billings, 1999),
+where they are the `db_table` arrays of `debruijn81` and `textbot`. pibot's digits of pi are
+computed (`pi_digits`).
 """
 
 #: debruijn81: several different de Bruijn strings B(3, 4) of length 81, concatenated.
@@ -52,3 +53,22 @@ TEXTBOT = (
     "10022122021202122202100220222222002120022202110102112002202212002121002202222120"
     "22222201102222201122"
 )
+
+
+def pi_digits(n: int) -> str:
+    """The first `n` decimal digits of pi ("31415..."), by Machin's formula in integers."""
+    guard = 10
+    scale = 10 ** (n + guard)
+
+    def arctan_inv(x: int) -> int:  # arctan(1/x) * scale
+        total, term, k, sign = 0, scale // x, 1, 1
+        x2 = x * x
+        while term:
+            total += sign * (term // k)
+            term //= x2
+            k += 2
+            sign = -sign
+        return total
+
+    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
+    return str(pi // 10**guard)[:n]
