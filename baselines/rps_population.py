@@ -1,19 +1,24 @@
-"""Recurrent IPPO against a population of RoShamBo bots, scored by population-based evaluation.
+"""Recurrent IPPO against the RoShamBo competition bots, scored by population-based evaluation.
 
-Lanctot et al. (2023) propose repeated Rock-Paper-Scissors against 43 tournament bots as a
-benchmark, scoring an agent by its population return (mean return against a uniformly drawn
-bot), its within-population exploitability (the best return any bot earns against it) and their
-difference, the aggregate score. Here a GRU policy (IPPO, `recurrent=True`) trains against the
-bots of `marljax.envs.matrix.rps_bots` (each episode draws one bot; the agent only sees the
-previous joint move, so it must tell the bots apart from their play), then plays every bot
-separately; the per-bot table and the three metrics are printed, next to those of a few bots
-from the bot-vs-bot cross-table.
+Lanctot et al. (2023) propose repeated Rock-Paper-Scissors against the 43 competition bots as a
+benchmark, in matches of 1000 throws, scoring an agent by its population return (mean return
+against a uniformly drawn bot), its within-population exploitability (the best return any bot
+earns against it) and their difference, the aggregate score. Here a GRU policy (IPPO,
+`recurrent=True`) trains against the ported competition bots of
+`marljax.envs.matrix.roshambo` (each episode draws one bot; the agent only sees the previous
+joint move, so it must tell the bots apart from their play), one seed after another; then every
+trained seed plays every bot in ONE compiled program (`population_returns_over_seeds`), and the
+per-bot table and the three metrics are printed with 95 % confidence intervals over seeds.
+
+With `--heldout K`, the last K bots of the population (in the competition's table order, or
+those named by `--heldout-bots`) are left out of training and the metrics are also reported on
+them alone: how the agent generalises to opponents it never met.
 
 M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark
 for Multiagent Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
 
-    python baselines/rps_population.py [--rounds 50] [--updates 400] [--seeds 1]
-        [--train-bots rockbot,copybot,...] [--episodes 64]
+    python baselines/rps_population.py [--rounds 1000] [--updates 100] [--seeds 3]
+        [--envs 16] [--episodes 8] [--heldout 10 | --heldout-bots iocainebot,greenberg]
 """
 
 from __future__ import annotations
@@ -28,30 +33,60 @@ import numpy as np
 import marljax
 from marljax.agents import PPOHParams, ippo
 from marljax.evaluation.population import (
+    aggregate_score,
     bot_crosstable,
     crosstable_metrics,
-    evaluate_population,
-    format_population_table,
+    population_return,
+    population_returns_over_seeds,
+    within_population_exploitability,
 )
 from marljax.train import TrainConfig, make_train
 
-REFERENCE_BOTS = ("randbot", "freqbot2", "markov2", "iocaine_lite")
+REFERENCE_BOTS = ("randbot", "iocainebot", "greenberg")
+
+
+#: 97.5 % quantiles of Student's t for 1..10 degrees of freedom (then about 1.96)
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def _ci(values: np.ndarray) -> str:
+    """`mean +- half-width` of a 95 % t-interval over seeds (just the mean for one seed)."""
+    values = np.asarray(values, np.float64)
+    if values.size < 2:
+        return f"{values.mean():8.2f}"
+    t = T975[values.size - 2] if values.size - 1 <= len(T975) else 1.96
+    half = t * values.std(ddof=1) / np.sqrt(values.size)
+    return f"{values.mean():8.2f} +- {half:6.2f}"
+
+
+def _metrics(per_seed_means: np.ndarray) -> dict[str, np.ndarray]:
+    """`[S, P]` per-seed mean returns -> each metric per seed `[S]`."""
+    r = jnp.asarray(per_seed_means)
+    return {
+        "PopReturn": np.asarray(population_return(r)),
+        "WithinPopExpl": np.asarray(within_population_exploitability(r)),
+        "AggScore": np.asarray(aggregate_score(r)),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=50, help="rounds per episode")
-    parser.add_argument("--updates", type=int, default=400, help="PPO updates")
-    parser.add_argument("--envs", type=int, default=32, help="parallel environments")
-    parser.add_argument("--seeds", type=int, default=1, help="independent runs (one at a time)")
-    parser.add_argument("--episodes", type=int, default=64, help="evaluation episodes per bot")
-    parser.add_argument(
-        "--train-bots", default="", help="comma-separated training bots (default: all of them)"
-    )
+    parser.add_argument("--rounds", type=int, default=1000, help="throws per match (paper: 1000)")
+    parser.add_argument("--updates", type=int, default=100, help="PPO updates per seed")
+    parser.add_argument("--envs", type=int, default=16, help="parallel environments")
+    parser.add_argument("--seeds", type=int, default=3, help="training seeds (one at a time)")
+    parser.add_argument("--episodes", type=int, default=8, help="evaluation matches per bot")
+    parser.add_argument("--heldout", type=int, default=0, help="leave the last K bots out")
+    parser.add_argument("--heldout-bots", default="", help="comma-separated held-out bots")
     args = parser.parse_args()
 
-    env, params = marljax.make("matrix/rrps_population-v0", num_rounds=args.rounds)
-    train_bots = [b for b in args.train_bots.split(",") if b] or list(env.bots)
+    env, params = marljax.make(
+        "matrix/rrps_population-v0", num_rounds=args.rounds, num_throws=args.rounds
+    )
+    held = [b for b in args.heldout_bots.split(",") if b] or list(
+        env.bots[len(env.bots) - args.heldout :] if args.heldout else []
+    )
+    train_bots = [b for b in env.bots if b not in held]
     weights = jnp.asarray([float(b in train_bots) for b in env.bots])
     train_params = params.replace(bot_weights=weights)
     agent = ippo(
@@ -70,32 +105,47 @@ def main() -> None:
         total_env_steps=args.envs * args.rounds * args.updates,
     )
     hparams = PPOHParams(lr=1e-3, gamma=0.99, ent_coef=0.01)
-    trainer = make_train(config, env, agent, train_params)
-    train = jax.jit(trainer.train)
+    train = jax.jit(make_train(config, env, agent, train_params).train)
     print(
-        f"recurrent IPPO vs {len(train_bots)} training bots, {args.rounds} rounds per episode, "
-        f"{config.num_updates} updates x {config.steps_per_update} env steps"
+        f"recurrent IPPO vs {len(train_bots)} training bots ({len(held)} held out), "
+        f"{args.rounds} throws per match, {config.num_updates} updates x "
+        f"{config.steps_per_update} env steps, {args.seeds} seeds"
     )
 
+    states = []
     for seed in range(args.seeds):
         t0 = time.perf_counter()
         state, metrics = train(jax.random.PRNGKey(seed), hparams)
         returns = np.asarray(metrics["episode_return"])
-        t_train = time.perf_counter() - t0
-        report = evaluate_population(
-            env,
-            agent,
-            state.agent_state,
-            hparams,
-            jax.random.PRNGKey(1000 + seed),
-            params,
-            num_episodes=args.episodes,
-        )
         print(
-            f"\nseed {seed}: training return first/last update {returns[0]:.2f} / "
-            f"{returns[-1]:.2f} ({t_train:.0f} s incl. compile)"
+            f"seed {seed}: training return first/last update {returns[0]:.1f} / "
+            f"{returns[-1]:.1f} ({time.perf_counter() - t0:.0f} s incl. compile)"
         )
-        print(format_population_table(report, title=f"seed {seed}, trained recurrent IPPO"))
+        states.append(state.agent_state)
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
+    t0 = time.perf_counter()
+    returns = np.asarray(
+        population_returns_over_seeds(
+            env, agent, stacked, hparams, jax.random.PRNGKey(1000), params, args.episodes
+        )
+    )  # [S, P, E]
+    print(f"evaluation: {returns.shape} returns in {time.perf_counter() - t0:.0f} s incl. compile")
+    means = returns.mean(-1)  # [S, P]
+
+    print(f"\nreturn per {args.rounds}-throw match vs each bot (mean over seeds, 95 % CI):")
+    for i, name in enumerate(env.bots):
+        tag = "  (held out)" if name in held else ""
+        print(f"  {name:<16}{_ci(means[:, i])}{tag}")
+    groups = {"all bots": list(range(len(env.bots)))}
+    if held:
+        groups["training bots"] = [i for i, b in enumerate(env.bots) if b not in held]
+        groups["held-out bots"] = [i for i, b in enumerate(env.bots) if b in held]
+    for label, cols in groups.items():
+        m = _metrics(means[:, cols])
+        print(f"\n{label} ({len(cols)}):")
+        for k, v in m.items():
+            print(f"  {k:<14}{_ci(v)}")
 
     table = np.asarray(
         bot_crosstable(
@@ -107,7 +157,7 @@ def main() -> None:
         )
     )
     ref = {k: np.asarray(v) for k, v in crosstable_metrics(table).items()}
-    print(f"\nreference bots vs the same population ({args.rounds} rounds):")
+    print(f"\nreference bots vs the same population ({args.rounds} throws):")
     print(f"  {'bot':<14}{'PopReturn':>10}{'WithinExpl':>12}{'AggScore':>10}")
     for i, name in enumerate(REFERENCE_BOTS):
         print(

@@ -43,8 +43,9 @@ from marljax.envs.matrix.payoffs import (
     zero_sum,
 )
 from marljax.envs.matrix.rps_bots import (
+    ALL_BOT_NAMES,
     BOT_NAMES,
-    BOTS,
+    EXTRA_NAMES,
     BotParams,
     BotState,
     RPSPopulation,
@@ -54,9 +55,10 @@ from marljax.envs.matrix.rps_bots import (
     bot_params,
     bot_strategy,
     bot_update,
+    get_bot,
+    get_bots,
     make_rps_population,
     play_match,
-    population_params,
 )
 from marljax.envs.matrix.strategies import (
     STRATEGIES,
@@ -178,8 +180,8 @@ def _register_all() -> None:
     register(
         "matrix/rrps_population-v0",
         make_rps_population,
-        description="Repeated Rock-Paper-Scissors, 100 rounds, 1 learner vs a population of "
-        f"{len(BOT_NAMES)} scripted RoShamBo bots (Lanctot et al. 2023)",
+        description="Repeated Rock-Paper-Scissors, 1000 throws, 1 learner vs a population of "
+        f"{len(BOT_NAMES)} RoShamBo competition bots (Lanctot et al. 2023)",
     )
     register(
         "matrix/two_step-v0",
@@ -192,8 +194,9 @@ def _register_all() -> None:
 _register_all()
 
 __all__ = [
-    "BOTS",
+    "ALL_BOT_NAMES",
     "BOT_NAMES",
+    "EXTRA_NAMES",
     "BotParams",
     "BotState",
     "GAMES",
@@ -228,13 +231,14 @@ __all__ = [
     "get_strategy",
     "grim_trigger",
     "make_matrix_game",
+    "get_bot",
+    "get_bots",
     "make_rps_population",
     "matching_pennies",
     "nonmonotonic_game",
     "payoff_of",
     "payoffs",
     "play_match",
-    "population_params",
     "penalty_game",
     "prisoners_dilemma",
     "public_goods",

@@ -1,71 +1,49 @@
-"""Scripted Rock-Paper-Scissors bots in JAX, and the repeated RPS game against a bot population.
+"""Repeated Rock-Paper-Scissors against a population of scripted RoShamBo bots.
 
-A population-based benchmark for multiagent RL (Lanctot et al. 2023) plays repeated
-Rock-Paper-Scissors (RRPS) against the 43 bots of the International RoShamBo Programming
-Competitions (Billings 1999, 2000). This module re-implements, from their published descriptions, a
-documented subset of those bots plus a few classic heuristics, as pure JAX functions:
+The population of Lanctot et al. (2023) is the 43 bots of the International RoShamBo Programming
+Competitions; their JAX ports live in `marljax.envs.matrix.roshambo` (see its table for what is
+ported and how faithfully). `BOT_NAMES` is the default population: the ported competition bots,
+played in matches of `DEFAULT_ROUNDS = 1000` throws as in the paper.
 
-    bot_act(params, state, key)                  -> action [] int32
-    bot_update(params, state, my_action, opp_action) -> state
+This module adds a few classic heuristics that are NOT competition entries (`EXTRA_NAMES`; each
+is a `roshambo.Bot` with `competition=False`), useful as extra opponents or for teaching:
 
-`params` (`BotParams`) says which bot it is (a `kind` plus a few numbers); `state` (`BotState`)
-summarises the history of the match so far (move counts, a window of recent moves, tables of
-counts for pattern matching, ensemble scores), and `bot_update` folds one more round into it.
-Every bot reads the same kind of summary, so a population is ONE pytree of stacked `BotParams`
-with a leading bot axis `[P]`; `bot_act` dispatches on `params.kind` with `lax.switch`, and a whole
-population plays in one `vmap`. Bots are deterministic given the key.
+==================  =======================================================
+name                behaviour
+==================  =======================================================
+paperbot            always paper
+scissorsbot         always scissors
+biased532           random 50 % rock, 30 % paper, 20 % scissors
+mirrorbot           copy the opponent's last move (random first)
+beatcopybot         beat the move that beats my own last move
+freqbot_w20         beat the opponent's most frequent move over its last 20
+wsls                win: stay; draw or loss: play what beats their last
+markov1             predict the opponent from counts after the last joint move, beat it
+markov2             ... after the last two joint moves
+iocaine_lite        a small ensemble of 18 predictor x rotation strategies, after Iocaine
+                    Powder (the real one is `iocainebot`)
+==================  =======================================================
+
+The extras are written on one shared summary of the match (`BotState`, `bot_update`,
+`bot_act`, dispatching on `BotParams.kind`); `extra_bot(name)` wraps one as a `roshambo.Bot`.
+
+`RPSPopulation` is the env: one learner against a bot drawn per episode from a population of
+`roshambo.Bot`s (competition bots and extras alike).
 
 Actions: 0 = rock, 1 = paper, 2 = scissors (as `payoffs.rock_paper_scissors`), so `(a + 1) % 3`
 beats `a`.
-
-The population (`BOTS`; `BOT_NAMES` in order). "Original" names the competition bot it follows
-(source: Billings' `rsb-ts1.c` test-suite dummy bots, as shipped in OpenSpiel's `roshambo` bots):
-
-==================  =======================================================  ===================
-name                behaviour                                                original
-==================  =======================================================  ===================
-rockbot             always rock                                              rockbot
-paperbot            always paper                                             (variant of rockbot)
-scissorsbot         always scissors                                          (variant of rockbot)
-randbot             uniform random (the equilibrium)                         randbot
-r226bot             random 20 % rock, 20 % paper, 60 % scissors              r226bot
-biased532           random 50 % rock, 30 % paper, 20 % scissors              (like r226bot)
-rotatebot           rock, paper, scissors, rock, ...                         rotatebot
-pibot               the non-zero digits of pi, mod 3                         pibot
-debruijn81          a de Bruijn sequence B(3, 4) of length 81, repeated      debruijn81 (*)
-copybot             play what beats the opponent's last move (paper first)   copybot
-mirrorbot           copy the opponent's last move (random first)             (classic; not entered)
-beatcopybot         beat the move that beats my own last move                (counter to copybot)
-switchbot           never repeat my last move (uniform over the other two)   switchbot
-switchalot          repeat my last move with prob. 0.12, else switch         switchalot
-freqbot2            beat the opponent's most frequent move (whole match)     freqbot2
-freqbot_w20         ... over the opponent's last 20 moves only               (windowed freqbot)
-flatbot3            play my least-used move with prob. 0.8                   flatbot3
-antiflatbot         beat a flatbot: counter the opponent's least-used move   antiflatbot
-foxtrotbot          odd rounds random, even rounds my last move + round      foxtrotbot
-wsls                win: stay; draw or loss: play what beats their last      (human heuristic)
-markov1             predict the opponent from counts after the last joint    (order-1 version of
-                    move, beat the prediction                                markov5/markovbails)
-markov2             ... after the last two joint moves                       (order 2, idem)
-iocaine_lite        ensemble of 18 predictor x rotation strategies, plays    iocainebot (simplified
-                    the one with the best decayed score; random when all     Iocaine Powder)
-                    score <= 0
-==================  =======================================================  ===================
-
-(*) The original concatenates several different de Bruijn strings of length 81; we repeat one.
-Tie-breaking follows the originals where they define it (freqbot2, flatbot3, antiflatbot); the
-pattern matchers break ties between equally frequent predictions at random.
 
 References:
   M. Lanctot, J. Schultz, N. Burch, M. O. Smith, D. Hennes, T. Anthony, J. Perolat,
   "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark for Multiagent
   Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
   D. Billings, "The First International RoShamBo Programming Competition", ICGA Journal 23(1),
-  2000 (the test-suite bots); D. Egnor, "Iocaine Powder", ICGA Journal 23(1), 2000.
+  2000; D. Egnor, "Iocaine Powder", ICGA Journal 23(1), 2000.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -79,12 +57,18 @@ from flax import struct
 from marljax.core import spaces
 from marljax.core.types import Array, Environment, PRNGKey, TimeStep
 from marljax.core.wrappers import Wrapper
+from marljax.envs.matrix import roshambo
 from marljax.envs.matrix.matrix_game import MatrixGame, MatrixGameParams
 from marljax.envs.matrix.payoffs import rock_paper_scissors
+from marljax.envs.matrix.roshambo.base import num_random
+from marljax.envs.matrix.roshambo.play import init_states, switch_step
+from marljax.envs.matrix.roshambo.tables import pi_digits as _pi_digits
 from marljax.envs.matrix.strategies import Strategy
 
 ROCK, PAPER, SCISSORS = 0, 1, 2
 NUM_ACTIONS = 3
+#: match length of an `RPSPopulation` episode (`params.num_rounds`), as in Lanctot et al. 2023.
+DEFAULT_ROUNDS = 1000
 #: longest window of recent opponent moves a bot may read (static; `BotParams.window <= WINDOW`).
 WINDOW = 32
 #: number of iocaine-lite candidate strategies: 6 predictors x 3 rotations.
@@ -222,25 +206,6 @@ def bot_init() -> BotState:
 
 
 # ----------------------------------------------------------------------------- sequences
-
-
-def _pi_digits(n: int) -> str:
-    """The first `n` decimal digits of pi ("31415..."), by Machin's formula in integers."""
-    guard = 10
-    scale = 10 ** (n + guard)
-
-    def arctan_inv(x: int) -> int:  # arctan(1/x) * scale
-        total, term, k, sign = 0, scale // x, 1, 1
-        x2 = x * x
-        while term:
-            total += sign * (term // k)
-            term //= x2
-            k += 2
-            sign = -sign
-        return total
-
-    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
-    return str(pi // 10**guard)[:n]
 
 
 def _de_bruijn(k: int, n: int) -> list[int]:
@@ -538,158 +503,149 @@ def replay_history(
 
 # ----------------------------------------------------------------------------- the population
 
-#: name -> (params, one-line description, tournament original).
-BOTS: dict[str, tuple[BotParams, str, str]] = {
-    "rockbot": (make_bot_params(CONSTANT, action=ROCK), "always rock", "rockbot"),
-    "paperbot": (make_bot_params(CONSTANT, action=PAPER), "always paper", "-"),
-    "scissorsbot": (make_bot_params(CONSTANT, action=SCISSORS), "always scissors", "-"),
-    "randbot": (make_bot_params(MIXED), "uniform random", "randbot"),
-    "r226bot": (make_bot_params(MIXED, probs=(0.2, 0.2, 0.6)), "random 20/20/60", "r226bot"),
-    "biased532": (make_bot_params(MIXED, probs=(0.5, 0.3, 0.2)), "random 50/30/20", "-"),
-    "rotatebot": (make_bot_params(SEQUENCE, seq_id=SEQ_ROTATE), "R, P, S, R, ...", "rotatebot"),
-    "pibot": (make_bot_params(SEQUENCE, seq_id=SEQ_PI), "digits of pi mod 3", "pibot"),
-    "debruijn81": (
-        make_bot_params(SEQUENCE, seq_id=SEQ_DEBRUIJN),
-        "de Bruijn B(3,4), repeated",
-        "debruijn81",
-    ),
-    "copybot": (
-        make_bot_params(REACT, action=PAPER, offset=1),
-        "beat opponent's last move",
-        "copybot",
-    ),
-    "mirrorbot": (make_bot_params(REACT, action=-1, offset=0), "copy opponent's last move", "-"),
+#: name -> (params, one-line description) of the extra (non-competition) bots.
+EXTRA_BOTS: dict[str, tuple[BotParams, str]] = {
+    "paperbot": (make_bot_params(CONSTANT, action=PAPER), "always paper"),
+    "scissorsbot": (make_bot_params(CONSTANT, action=SCISSORS), "always scissors"),
+    "biased532": (make_bot_params(MIXED, probs=(0.5, 0.3, 0.2)), "random 50/30/20"),
+    "mirrorbot": (make_bot_params(REACT, action=-1, offset=0), "copy opponent's last move"),
     "beatcopybot": (
         make_bot_params(REACT, action=-1, ref_self=True, offset=2),
         "beat the beater of my last move",
-        "-",
     ),
-    "switchbot": (make_bot_params(SWITCH), "never repeat my last move", "switchbot"),
-    "switchalot": (
-        make_bot_params(SWITCH, repeat_prob=0.12),
-        "repeat my last move 12 %",
-        "switchalot",
-    ),
-    "freqbot2": (make_bot_params(FREQUENCY), "beat opponent's most frequent", "freqbot2"),
-    "freqbot_w20": (
-        make_bot_params(FREQUENCY, window=20),
-        "freqbot over the last 20 moves",
-        "-",
-    ),
-    "flatbot3": (make_bot_params(FLAT), "my least-used move 80 %", "flatbot3"),
-    "antiflatbot": (make_bot_params(ANTIFLAT), "beat opponent's least-used", "antiflatbot"),
-    "foxtrotbot": (make_bot_params(FOXTROT), "random / last + round", "foxtrotbot"),
-    "wsls": (make_bot_params(WSLS), "win-stay, else beat their last", "-"),
-    "markov1": (make_bot_params(MARKOV, order=1), "pattern match, 1 joint move", "~markov5"),
-    "markov2": (make_bot_params(MARKOV, order=2), "pattern match, 2 joint moves", "~markov5"),
-    "iocaine_lite": (
-        make_bot_params(IOCAINE, decay=0.9),
-        "ensemble of 18 predictors",
-        "~iocainebot",
-    ),
+    "freqbot_w20": (make_bot_params(FREQUENCY, window=20), "freqbot over the last 20 moves"),
+    "wsls": (make_bot_params(WSLS), "win-stay, else beat their last"),
+    "markov1": (make_bot_params(MARKOV, order=1), "pattern match, 1 joint move"),
+    "markov2": (make_bot_params(MARKOV, order=2), "pattern match, 2 joint moves"),
+    "iocaine_lite": (make_bot_params(IOCAINE, decay=0.9), "ensemble of 18 predictors"),
 }
 
-#: every bot, in table order.
-BOT_NAMES: tuple[str, ...] = tuple(BOTS)
+#: the extra bots, in table order.
+EXTRA_NAMES: tuple[str, ...] = tuple(EXTRA_BOTS)
 
 
-def _check_names(names: Sequence[str]) -> tuple[str, ...]:
-    import difflib
+def _act_uniform(params: BotParams, state: BotState, u: Array) -> Array:
+    return jax.lax.switch(params.kind, _BRANCHES, params, state, u)
 
-    names = tuple(names)
-    if not names:
-        raise ValueError("a bot population needs at least one bot")
-    for n in names:
-        if n not in BOTS:
-            close = difflib.get_close_matches(n, BOT_NAMES, n=3, cutoff=0.4)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise KeyError(f"Unknown RPS bot {n!r}.{hint} Known: {', '.join(BOT_NAMES)}.")
-    return names
+
+def extra_bot(name: str) -> roshambo.Bot:
+    """An extra bot as a `roshambo.Bot` (its state is the shared `BotState` summary)."""
+    if name not in EXTRA_BOTS:
+        roshambo.get_bot(name, EXTRAS)  # raises with close matches
+    params, description = EXTRA_BOTS[name]
+
+    def init(trials: int) -> BotState:
+        return bot_init()
+
+    def step(state, my, opp, rand):
+        n = my[0]
+        new = bot_update(params, state, my[n], opp[n])
+        state = jax.tree.map(lambda a, b: jnp.where(n > 0, a, b), new, state)
+        u = rand[:NUM_UNIFORMS].astype(jnp.float32) / jnp.float32(roshambo.MAXRANDOM)
+        return _act_uniform(params, state, u), state
+
+    return roshambo.Bot(
+        name, init, step, description, "marljax", "-", "not a competition entry", False
+    )
+
+
+#: the extra bots as `roshambo.Bot`s.
+EXTRAS: dict[str, roshambo.Bot] = {}
+EXTRAS.update({n: extra_bot(n) for n in EXTRA_NAMES})
+
+#: the default population: the ported competition bots (`roshambo.BOTS`), in table order.
+BOT_NAMES: tuple[str, ...] = tuple(roshambo.BOTS)
+#: every bot this module can play: competition bots, then extras.
+ALL_BOT_NAMES: tuple[str, ...] = BOT_NAMES + EXTRA_NAMES
+
+
+def get_bot(name: str) -> roshambo.Bot:
+    """A competition bot or an extra by name (unknown names list close matches)."""
+    return roshambo.get_bot(name, EXTRAS)
+
+
+def get_bots(names: Sequence[str] | None = None) -> tuple[roshambo.Bot, ...]:
+    """Bots by name (default `BOT_NAMES`); an empty population is refused."""
+    return roshambo.get_bots(BOT_NAMES if names is None else names, EXTRAS)
 
 
 def bot_params(name: str) -> BotParams:
-    """One bot's `BotParams` by name (a key of `BOTS`)."""
-    return BOTS[_check_names([name])[0]][0]
+    """An extra bot's `BotParams` by name (a key of `EXTRA_BOTS`)."""
+    if name not in EXTRA_BOTS:
+        roshambo.get_bot(name, EXTRAS)
+        raise KeyError(f"{name!r} is a competition bot, not an extra; use get_bot({name!r})")
+    return EXTRA_BOTS[name][0]
 
 
-def population_params(names: Sequence[str] | None = None) -> BotParams:
-    """The stacked `BotParams` `[P]` of the named bots (default: all of `BOT_NAMES`)."""
-    names = _check_names(BOT_NAMES if names is None else names)
-    return jax.tree.map(lambda *xs: np.stack(xs), *[BOTS[n][0] for n in names])
-
-
-def play_match(
-    params_a: BotParams, params_b: BotParams, key: PRNGKey, num_rounds: int
-) -> tuple[Array, Array]:
-    """One match of `num_rounds` rounds between two bots.
-
-    Args:
-      params_a: bot A's params (no leading axis; `vmap` for tables).
-      params_b: bot B's params.
-      key: PRNG key.
-      num_rounds: rounds `T` (static).
+def play_match(bot_a: str, bot_b: str, key: PRNGKey, num_rounds: int) -> tuple[Array, Array]:
+    """One match of `num_rounds` throws between two bots by name (`roshambo.play_match`).
 
     Returns:
-      `([] A's total payoff, [T, 2] int32 moves of A and B)`; B's payoff is the negative.
+      `([] int32 A's score = wins - losses, [T, 2] int32 moves of A and B)`.
     """
-
-    def body(carry, key_t):
-        sa, sb = carry
-        key_a, key_b = jax.random.split(key_t)
-        a = bot_act(params_a, sa, key_a)
-        b = bot_act(params_b, sb, key_b)
-        sa = bot_update(params_a, sa, a, b)
-        sb = bot_update(params_b, sb, b, a)
-        return (sa, sb), jnp.stack([a, b])
-
-    (sa, _), moves = jax.lax.scan(body, (bot_init(), bot_init()), jax.random.split(key, num_rounds))
-    return sa.total, moves
+    if int(num_rounds) < 1:
+        raise ValueError(f"a match needs at least 1 throw, got num_rounds={num_rounds}")
+    return roshambo.play_match(get_bot(bot_a), get_bot(bot_b), key, int(num_rounds))
 
 
 # ----------------------------------------------------------------------------- Strategy adapter
 
 
-def bot_strategy(names: str | Sequence[str], weights: Sequence[float] | None = None) -> Strategy:
+def bot_strategy(
+    names: str | Sequence[str],
+    weights: Sequence[float] | None = None,
+    num_throws: int | None = None,
+) -> Strategy:
     """A bot (or a random draw from several, per episode) as a `strategies.Strategy`.
 
-    Plugs the bots into `ScriptedCoPlayers`, e.g. a learner against iocaine-lite::
+    Plugs the bots into `ScriptedCoPlayers`, e.g. a learner against Iocaine Powder::
 
-        game = MatrixGame(rock_paper_scissors(), num_rounds=100)
-        env = ScriptedCoPlayers(game, {1: bot_strategy("iocaine_lite")})
+        game = MatrixGame(rock_paper_scissors(), num_rounds=1000)
+        env = ScriptedCoPlayers(game, {1: bot_strategy("iocainebot")})
 
     With several names, `init` draws one bot per episode with probabilities `weights` (uniform by
     default). For per-bot evaluation with traced weights, use `RPSPopulation` instead.
 
     Args:
-      names: a bot name or a sequence of names (keys of `BOTS`).
+      names: a bot name or a sequence of names (`ALL_BOT_NAMES`).
       weights: optional `[P]` non-negative weights of the draw.
+      num_throws: history capacity = the bots' match length (static; default `DEFAULT_ROUNDS`).
 
     Returns:
-      A `Strategy` whose state is `(bot index [] int32, BotState)`.
+      A `Strategy` whose state is `(bot index [] int32, bot states, my [L+1], opp [L+1])`.
     """
-    names = _check_names([names] if isinstance(names, str) else names)
-    table = population_params(names)
-    w = np.ones(len(names)) if weights is None else np.asarray(weights, np.float64)
-    if w.shape != (len(names),) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError(f"weights must be {len(names)} non-negative numbers, not all 0; got {w}")
+    bots = get_bots([names] if isinstance(names, str) else names)
+    trials = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+    w = np.ones(len(bots)) if weights is None else np.asarray(weights, np.float64)
+    if w.shape != (len(bots),) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"weights must be {len(bots)} non-negative numbers, not all 0; got {w}")
     logits = np.log(np.maximum(w / w.sum(), 1e-30)).astype(np.float32)
 
     def init(key):
         idx = jax.random.categorical(key, jnp.asarray(logits)).astype(jnp.int32)
-        return idx, bot_init()
+        h = roshambo.empty_history(trials)
+        return idx, init_states(bots, trials), h, h
 
     def act(state, last_actions, last_rewards, me, key):
         if last_actions.shape[0] != 2:
             raise ValueError("RPS bots play two-player games")
-        idx, s = state
-        p = jax.tree.map(lambda x: jnp.asarray(x)[idx], table)
+        idx, states, my, opp = state
         mine, theirs = last_actions[me], last_actions[1 - me]
-        s = jax.tree.map(
-            lambda new, old: jnp.where(mine >= 0, new, old), bot_update(p, s, mine, theirs), s
-        )
-        return bot_act(p, s, key), (idx, s)
+        started = mine >= 0
+        my = jnp.where(started, roshambo.record(my, mine), my)
+        opp = jnp.where(started, roshambo.record(opp, theirs), opp)
+        rand = roshambo.draw_random(key, num_random(bots))
+        move, states = switch_step(bots, idx, states, my, opp, rand)
+        return move, (idx, states, my, opp)
 
     return Strategy(init, act)
+
+
+def _check_throws(num_throws: int) -> int:
+    n = int(num_throws)
+    if n < 1:
+        raise ValueError(f"a match needs at least 1 throw, got {num_throws}")
+    return n
 
 
 # ----------------------------------------------------------------------------- the env
@@ -701,10 +657,14 @@ class RPSPopulationParams(MatrixGameParams):
 
     Attributes:
       bot_weights: `[P]` float32 non-negative weights; each episode's bot is drawn from them.
-        A one-hot vector fixes the bot (per-bot evaluation is one `vmap` over these params).
+      fixed_bot: `[]` int32, when >= 0 every episode plays this bot and `bot_weights` is
+        ignored. With `RPSPopulation.per_bot_view()` it is read from the params, shared by all
+        episodes of a batch, so only that bot's code runs (per-bot evaluation maps over it
+        with `lax.map`).
     """
 
     bot_weights: Array = struct.field(default_factory=lambda: jnp.ones((1,), jnp.float32))
+    fixed_bot: Array = struct.field(default_factory=lambda: jnp.int32(-1))
 
 
 @struct.dataclass
@@ -713,7 +673,9 @@ class RPSPopulationState:
 
     inner: Any  # the MatrixGame's state
     bot_id: Array  # [] int32 index of this episode's bot in the population
-    bot: BotState  # the bot's summary of the match
+    bots: tuple  # every population bot's state (only this episode's bot's entry moves)
+    my: Array  # [L + 1] int32 the bot's moves, element 0 = throws so far (roshambo layout)
+    opp: Array  # [L + 1] int32 the learner's moves
 
 
 class RPSPopulation(Wrapper):
@@ -726,21 +688,39 @@ class RPSPopulation(Wrapper):
     `"coplayer_actions"` `[1]` int32 (the bot's move, -1 at reset) and `"bot_id"` `[]` int32.
 
     Params: `RPSPopulationParams` = the inner `MatrixGameParams` (`num_rounds`, `payoffs`, ...)
-    plus `bot_weights` `[P]` (default uniform).
+    plus `bot_weights` `[P]` (default uniform). `num_rounds` may not exceed `num_throws`.
 
     Args:
       env: a two-player, three-action `MatrixGame` (rock-paper-scissors).
-      bots: names of the population's bots (keys of `BOTS`; default all of `BOT_NAMES`).
+      bots: names of the population's bots (`ALL_BOT_NAMES`; default all of `BOT_NAMES`).
+      num_throws: the bots' match length `L` (static: the size of the histories they read,
+        and the `trials` some of them plan with); default `DEFAULT_ROUNDS` = 1000.
     """
 
-    def __init__(self, env: Environment, bots: Sequence[str] | None = None):
+    def __init__(
+        self, env: Environment, bots: Sequence[str] | None = None, num_throws: int | None = None
+    ):
         super().__init__(env)
         if env.num_agents != 2 or getattr(env, "num_actions", None) != NUM_ACTIONS:
             raise ValueError(f"RPSPopulation needs a 2-player, 3-action game, got {env!r}")
-        self.bots = _check_names(BOT_NAMES if bots is None else bots)
-        self._table = population_params(self.bots)
+        self._bots = get_bots(bots)
+        self.bots = tuple(b.name for b in self._bots)
+        self.num_throws = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
         self.num_agents = 1
         self.num_bots = len(self.bots)
+        self._index_from_params = False
+        self._view = None
+
+    def per_bot_view(self) -> RPSPopulation:
+        """The same env, stepping the bot `params.fixed_bot` (which must be >= 0) instead of the
+        episode's drawn bot: for evaluation, where a batch of episodes plays one bot and only
+        that bot's code should run (`population_returns` maps over bots with it)."""
+        if self._view is None:
+            view = copy.copy(self)
+            view._index_from_params = True
+            view._view = view
+            self._view = view
+        return self._view
 
     @property
     def name(self) -> str:
@@ -762,18 +742,29 @@ class RPSPopulation(Wrapper):
             raise ValueError(f"bot_weights must have shape ({self.num_bots},), got {w.shape}")
         if np.any(w < 0) or w.sum() <= 0:
             raise ValueError(f"bot_weights must be >= 0 and not all 0, got {w}")
+        fixed = np.asarray(params.fixed_bot)
+        if np.any(fixed < -1) or np.any(fixed >= self.num_bots):
+            raise ValueError(f"fixed_bot must be -1 or a bot index < {self.num_bots}, got {fixed}")
+        rounds = np.asarray(params.num_rounds)
+        if np.any(rounds < 1) or np.any(rounds > self.num_throws):
+            raise ValueError(
+                f"num_rounds must be in [1, num_throws={self.num_throws}], got {rounds}"
+            )
 
     def param_ranges(self) -> dict[str, tuple[float, float]]:
         return {"num_rounds": (1, 6), "bot_weights": (0.01, 1.0)}
 
     def one_hot_params(self, params: RPSPopulationParams | None = None) -> RPSPopulationParams:
-        """`[P]` stacked params, the `i`-th playing only bot `i` (vmap over these to evaluate)."""
+        """`[P]` stacked params, the `i`-th playing only bot `i` (`lax.map` over these to
+        evaluate; `vmap` works too but runs every bot's code for every element)."""
         params = self.default_params() if params is None else params
         eye = jnp.eye(self.num_bots, dtype=jnp.float32)
         stacked = jax.tree.map(
             lambda x: jnp.broadcast_to(x, (self.num_bots, *jnp.shape(x))), params
         )
-        return stacked.replace(bot_weights=eye)
+        return stacked.replace(
+            bot_weights=eye, fixed_bot=jnp.arange(self.num_bots, dtype=jnp.int32)
+        )
 
     def _slice(self, ts: TimeStep, bot_action: Array, bot_id: Array) -> TimeStep:
         return ts.replace(
@@ -783,27 +774,39 @@ class RPSPopulation(Wrapper):
             extras={**ts.extras, "coplayer_actions": bot_action[None], "bot_id": bot_id},
         )
 
-    def _bot(self, bot_id: Array) -> BotParams:
-        return jax.tree.map(lambda x: jnp.asarray(x)[bot_id], self._table)
-
     def reset(self, key: PRNGKey, params: RPSPopulationParams):
         key_env, key_bot = jax.random.split(key)
         inner, ts = self._env.reset(key_env, params)
         w = jnp.asarray(params.bot_weights, jnp.float32)
         logits = jnp.log(jnp.maximum(w / jnp.maximum(w.sum(), 1e-30), 1e-30))
-        bot_id = jax.random.categorical(key_bot, logits).astype(jnp.int32)
-        state = RPSPopulationState(inner=inner, bot_id=bot_id, bot=bot_init())
+        drawn = jax.random.categorical(key_bot, logits).astype(jnp.int32)
+        fixed = jnp.asarray(params.fixed_bot, jnp.int32)
+        bot_id = jnp.where(fixed >= 0, fixed, drawn)
+        h = roshambo.empty_history(self.num_throws)
+        states = init_states(self._bots, self.num_throws)
+        state = RPSPopulationState(inner=inner, bot_id=bot_id, bots=states, my=h, opp=h)
         return state, self._slice(ts, jnp.int32(-1), bot_id)
 
     def step(self, key: PRNGKey, state: RPSPopulationState, actions: Array, params):
         key_env, key_bot = jax.random.split(key)
         chex.assert_shape(actions, (1,))
         learner = jnp.clip(jnp.asarray(actions, jnp.int32)[0], 0, NUM_ACTIONS - 1)
-        p = self._bot(state.bot_id)
-        bot = bot_act(p, state.bot, key_bot)
+        rand = roshambo.draw_random(key_bot, num_random(self._bots))
+        # The per-bot view reads the bot from the params, which a batch of episodes shares, so
+        # `lax.switch` runs that bot only; drawn bots differ per episode, and under `vmap` the
+        # switch becomes a select over every bot.
+        index = params.fixed_bot if self._index_from_params else state.bot_id
+        bot, states = switch_step(
+            self._bots, jnp.asarray(index, jnp.int32), state.bots, state.my, state.opp, rand
+        )
         inner, ts = self._env.step(key_env, state.inner, jnp.stack([learner, bot]), params)
-        bot_state = bot_update(p, state.bot, bot, learner)
-        new = RPSPopulationState(inner=inner, bot_id=state.bot_id, bot=bot_state)
+        new = RPSPopulationState(
+            inner=inner,
+            bot_id=state.bot_id,
+            bots=states,
+            my=roshambo.record(state.my, bot),
+            opp=roshambo.record(state.opp, learner),
+        )
         return new, self._slice(ts, bot, state.bot_id)
 
     def observation_space(self, params) -> spaces.Box:
@@ -813,27 +816,32 @@ class RPSPopulation(Wrapper):
         return self._env.action_space(params)
 
 
-#: default number of rounds of an `RPSPopulation` episode (`params.num_rounds`).
-DEFAULT_ROUNDS = 100
-
-
-def make_rps_population(bots: Sequence[str] | None = None) -> RPSPopulation:
-    """Repeated RPS (`DEFAULT_ROUNDS` rounds; `params.num_rounds`) against a bot population.
+def make_rps_population(
+    bots: Sequence[str] | None = None, num_throws: int | None = None
+) -> RPSPopulation:
+    """Repeated RPS against a bot population, in matches of `DEFAULT_ROUNDS` = 1000 throws.
 
     Args:
-      bots: names of the population (keys of `BOTS`; default all `BOT_NAMES`).
+      bots: names of the population (`ALL_BOT_NAMES`; default all `BOT_NAMES`).
+      num_throws: match length (static; default 1000, as in Lanctot et al. 2023). Shorter
+        matches (e.g. 50) also work as `params.num_rounds` <= `num_throws`, but bots plan with
+        `num_throws`; build with `num_throws=50` for bots that know the match is 50 throws.
 
     Returns:
       An `RPSPopulation` around `MatrixGame(rock_paper_scissors())`.
     """
-    game = MatrixGame(rock_paper_scissors(), num_rounds=DEFAULT_ROUNDS, name="rock_paper_scissors")
-    return RPSPopulation(game, bots)
+    n = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+    game = MatrixGame(rock_paper_scissors(), num_rounds=n, name="rock_paper_scissors")
+    return RPSPopulation(game, bots, n)
 
 
 __all__ = [
-    "BOTS",
+    "ALL_BOT_NAMES",
     "BOT_NAMES",
     "DEFAULT_ROUNDS",
+    "EXTRAS",
+    "EXTRA_BOTS",
+    "EXTRA_NAMES",
     "NUM_CANDIDATES",
     "PAPER",
     "ROCK",
@@ -850,10 +858,12 @@ __all__ = [
     "bot_params",
     "bot_strategy",
     "bot_update",
+    "extra_bot",
+    "get_bot",
+    "get_bots",
     "make_bot_params",
     "make_rps_population",
     "play_match",
-    "population_params",
     "replay_history",
     "rps_payoff",
     "window_counts",

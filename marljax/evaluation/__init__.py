@@ -101,6 +101,7 @@ from marljax.evaluation.population import (  # noqa: E402
     format_population_table,
     population_return,
     population_returns,
+    population_returns_over_seeds,
     report_from_returns,
     within_population_exploitability,
 )
@@ -116,6 +117,7 @@ __all__ += [
     "format_population_table",
     "population_return",
     "population_returns",
+    "population_returns_over_seeds",
     "report_from_returns",
     "within_population_exploitability",
 ]

@@ -18,7 +18,8 @@ from the paper's bot cross-table):
 - aggregate score `AggScore = PopReturn - WithinPopExpl`, rewarding agents that both exploit
   the weak bots and are hard to exploit.
 
-Returns are per episode (summed over the `num_rounds` rounds); the paper plays 1000 rounds.
+Returns are per episode (summed over the `num_rounds` throws); the paper plays 1000 throws, the
+default here.
 
     env, params = marljax.make("matrix/rrps_population-v0")
     report = evaluate_population(env, agent, agent_state, hparams, key, params)
@@ -193,12 +194,59 @@ def population_returns(
     Returns:
       `[P, E]` float32 returns, in the order of `env.bots`.
     """
+    env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
+    env = env.per_bot_view() if hasattr(env, "per_bot_view") else env
+    program = _population_program(env, agent, int(num_episodes), num_rounds, bool(greedy))
+    keys = jax.random.split(key, env.num_bots)
+    return program(env.one_hot_params(env_params), agent_state, hparams, keys)
+
+
+def population_returns_over_seeds(
+    env: Any,
+    agent: Any,
+    agent_states: Any,
+    hparams: Any,
+    key: PRNGKey,
+    env_params: EnvParams | None = None,
+    num_episodes: int = 32,
+    num_rounds: int | None = None,
+    greedy: bool = False,
+) -> Array:
+    """`population_returns` for a stack of agents (e.g. one per training seed), in one program.
+
+    Args:
+      agent_states: the agents' states with a leading seed axis `[S, ...]`.
+      (the rest as `population_returns`)
+
+    Returns:
+      `[S, P, E]` float32 returns.
+    """
+    env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
+    env = env.per_bot_view() if hasattr(env, "per_bot_view") else env
+    num_seeds = jax.tree.leaves(agent_states)[0].shape[0]
+    program = _seeds_program(env, agent, int(num_episodes), num_rounds, bool(greedy))
+    keys = jax.random.split(key, (num_seeds, env.num_bots))
+    return program(env.one_hot_params(env_params), agent_states, hparams, keys)
+
+
+def _check_sizes(env, env_params, num_episodes, num_rounds):
+    """Refuse bad sizes on the host, before anything compiles."""
     env_params = env.default_params() if env_params is None else env_params
     if num_rounds is None:
         num_rounds = int(np.asarray(env_params.num_rounds))
-    program = _population_program(env, agent, int(num_episodes), int(num_rounds), bool(greedy))
-    keys = jax.random.split(key, env.num_bots)
-    return program(env.one_hot_params(env_params), agent_state, hparams, keys)
+    num_rounds = int(num_rounds)
+    limit = getattr(env, "num_throws", None)
+    if num_rounds < 1 or (limit is not None and num_rounds > limit):
+        raise ValueError(f"num_rounds must be in [1, {limit}], got {num_rounds}")
+    if int(num_episodes) < 1:
+        raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
+    return env_params, num_rounds
+
+
+@functools.lru_cache(maxsize=16)
+def _seeds_program(env: Any, agent: Any, num_episodes: int, num_rounds: int, greedy: bool):
+    inner = _population_program(env, agent, num_episodes, num_rounds, greedy)
+    return jax.jit(jax.vmap(inner, in_axes=(None, 0, None, 0)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -211,51 +259,44 @@ def _population_program(env: Any, agent: Any, num_episodes: int, num_rounds: int
         )
         return total[:, 0]
 
-    return jax.jit(jax.vmap(one_bot, in_axes=(0, None, None, 0)))
+    def program(per_bot_params, agent_state, hparams, keys):
+        # lax.map, not vmap: each bot's index stays unbatched, so only its own code runs.
+        return jax.lax.map(
+            lambda pk: one_bot(pk[0], agent_state, hparams, pk[1]), (per_bot_params, keys)
+        )
+
+    return jax.jit(program)
 
 
 def bot_crosstable(
     key: PRNGKey,
     names: Sequence[str] | None = None,
-    num_episodes: int = 16,
-    num_rounds: int = 100,
+    num_episodes: int = 4,
+    num_rounds: int = 1000,
     row_names: Sequence[str] | None = None,
 ) -> Array:
     """Mean return of each row bot against each column bot (the paper's cross-table).
 
+    One compiled program over rows x columns x episodes, in which every bot's code runs only on
+    the matches it plays (`roshambo.population.crosstable_scores`).
+
     Args:
       key: PRNG key.
-      names: column bots (default all of `rps_bots.BOT_NAMES`).
+      names: column bots (default all of `rps_bots.BOT_NAMES`, the ported competition bots).
       num_episodes: matches per cell.
-      num_rounds: rounds per match.
+      num_rounds: throws per match (default 1000, as in the paper).
       row_names: row bots (default: the same as `names`).
 
     Returns:
-      `[P_rows, P]` float32 mean per-episode return of the row bot.
+      `[P_rows, P]` float32 mean per-match return (wins - losses) of the row bot.
     """
     from marljax.envs.matrix import rps_bots
+    from marljax.envs.matrix.roshambo.population import crosstable_scores
 
-    cols = rps_bots.population_params(names)
-    rows = rps_bots.population_params(row_names if row_names is not None else names)
-    n_rows = jax.tree.leaves(rows)[0].shape[0]
-    program = _crosstable_program(int(num_episodes), int(num_rounds))
-    return program(rows, cols, jax.random.split(key, n_rows))
-
-
-@functools.lru_cache(maxsize=8)
-def _crosstable_program(num_episodes: int, num_rounds: int):
-    """One jitted cross-table program per size (the bots are traced arguments)."""
-    from marljax.envs.matrix import rps_bots
-
-    def cell(pa, pb, k):
-        matches = jax.vmap(lambda kk: rps_bots.play_match(pa, pb, kk, num_rounds)[0])
-        return matches(jax.random.split(k, num_episodes)).mean()
-
-    def row(pa, cols, k):
-        n_cols = jax.tree.leaves(cols)[0].shape[0]
-        return jax.vmap(cell, in_axes=(None, 0, 0))(pa, cols, jax.random.split(k, n_cols))
-
-    return jax.jit(jax.vmap(row, in_axes=(0, None, 0)))
+    cols = rps_bots.get_bots(names)
+    rows = rps_bots.get_bots(row_names) if row_names is not None else cols
+    scores = crosstable_scores(rows, cols, key, int(num_episodes), int(num_rounds))
+    return scores.astype(jnp.float32).mean(axis=-1)
 
 
 def fixed_policy_agent(num_actions: int = 3) -> Any:
@@ -357,9 +398,7 @@ def evaluate_population(
     greedy: bool = False,
 ) -> PopulationReport:
     """Evaluate an agent against every bot of an `RPSPopulation` (see `population_returns`)."""
-    env_params = env.default_params() if env_params is None else env_params
-    if num_rounds is None:
-        num_rounds = int(np.asarray(env_params.num_rounds))
+    env_params, num_rounds = _check_sizes(env, env_params, num_episodes, num_rounds)
     returns = population_returns(
         env, agent, agent_state, hparams, key, env_params, num_episodes, num_rounds, greedy
     )
@@ -396,6 +435,7 @@ __all__ = [
     "format_population_table",
     "population_return",
     "population_returns",
+    "population_returns_over_seeds",
     "report_from_returns",
     "within_population_exploitability",
 ]
