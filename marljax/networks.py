@@ -151,19 +151,56 @@ class RecurrentCore(nn.Module):
         return jnp.zeros((*batch_shape, self.hidden_size), jnp.float32)
 
 
+class Conv(nn.Module):
+    """A stride-1, "SAME"-padded 2-D convolution computed as one matmul over shifted windows.
+
+    It has the parameters of `flax.linen.Conv` (`kernel [k, k, C, F]`, `bias [F]`) and the same
+    output up to float rounding, but is computed as `concat(shifted inputs) @ kernel`: XLA's CPU
+    convolution turns into a grouped convolution when `vmap` maps over the kernel (one kernel
+    per seed), which is several times slower than this batched matmul on small grids (7x7
+    Harvest windows: about 6x per PPO update on 2 CPU cores, `docs/agents.md`).
+
+    Attributes:
+      features: output channels `F`.
+      kernel_size: the square kernel's side `k` (odd).
+      kernel_init, bias_init: initializers of the kernel and the bias.
+
+    Call: `y [..., H, W, F] = conv(x [..., H, W, C])`.
+    """
+
+    features: int
+    kernel_size: int = 3
+    kernel_init: Callable = nn.initializers.lecun_normal()
+    bias_init: Callable = nn.initializers.zeros
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        k = self.kernel_size
+        if k % 2 != 1:
+            raise ValueError(f"Conv needs an odd kernel_size for SAME padding, got {k}")
+        H, W, C = x.shape[-3:]
+        kernel = self.param("kernel", self.kernel_init, (k, k, C, self.features))
+        bias = self.param("bias", self.bias_init, (self.features,))
+        r = k // 2
+        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(r, r), (r, r), (0, 0)])
+        windows = [padded[..., i : i + H, j : j + W, :] for i in range(k) for j in range(k)]
+        return jnp.concatenate(windows, axis=-1) @ kernel.reshape(k * k * C, -1) + bias
+
+
 class GridEncoder(nn.Module):
     """A small CNN for grid / image inputs given as flat vectors: conv layers, then flatten.
 
     The input's first `H * W * C` entries are the grid (in `layout`, as declared by the
     observation space, `marljax.core.spaces.Box.layout`); the rest (e.g. a one-hot agent id)
     is appended to the flattened convolution features unchanged. Padding is "SAME", so small
-    egocentric windows (5x5, 7x7) keep their size.
+    egocentric windows (5x5, 7x7) keep their size. The convolutions are `Conv` (a matmul over
+    shifted windows, fast under `vmap` over seeds on CPU).
 
     Attributes:
       grid_shape: `(H, W, C)` of the grid.
       layout: "hwc" (`[H, W, C]`) or "chw" (`[C, H, W]`) order of the flat grid entries.
       channels: output channels of each convolution.
-      kernel_size: square kernel size of every convolution.
+      kernel_size: square kernel size of every convolution (odd).
       activation: name of the activation (see `activation`).
 
     Call: `features [..., F] = encoder(x [..., D])`.
@@ -186,17 +223,15 @@ class GridEncoder(nn.Module):
         else:
             grid = grid.reshape(-1, H, W, C)
         act = activation(self.activation)
-        for width in self.channels:
-            k = (self.kernel_size, self.kernel_size)
-            grid = act(
-                nn.Conv(
-                    width,
-                    k,
-                    padding="SAME",
-                    kernel_init=orthogonal(jnp.sqrt(2.0)),
-                    bias_init=nn.initializers.zeros,
-                )(grid)
+        for i, width in enumerate(self.channels):
+            conv = Conv(
+                width,
+                self.kernel_size,
+                kernel_init=orthogonal(jnp.sqrt(2.0)),
+                bias_init=nn.initializers.zeros,
+                name=f"Conv_{i}",  # the parameter names of flax's Conv: old checkpoints load
             )
+            grid = act(conv(grid))
         features = grid.reshape(*batch, -1)
         return jnp.concatenate([features, rest], axis=-1)
 

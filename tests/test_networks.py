@@ -139,3 +139,20 @@ def test_grid_encoder_reads_both_layouts_alike():
     assert out.shape == (2, 4 * 5 * 6 + 2)
     np.testing.assert_allclose(chw.apply(p, x_chw), out, rtol=1e-6)
     np.testing.assert_array_equal(out[:, -2:], extra)  # the agent id passes through
+
+
+@pytest.mark.parametrize("kernel_size", [1, 3, 5])
+def test_conv_equals_flax_conv_with_the_same_parameters(kernel_size):
+    """`networks.Conv` (a matmul over shifted windows) is flax's SAME, stride-1 Conv."""
+    import flax.linen as nn
+
+    from marljax.networks import Conv
+
+    x = jax.random.normal(jax.random.PRNGKey(0), (2, 3, 7, 6, 4))  # [..., H, W, C], odd H/W
+    ours = Conv(5, kernel_size)
+    params = ours.init(jax.random.PRNGKey(1), x)
+    params = jax.tree_util.tree_map(lambda p: p + 0.1, params)  # a nonzero bias too
+    flax_conv = nn.Conv(5, (kernel_size, kernel_size), padding="SAME")
+    np.testing.assert_allclose(ours.apply(params, x), flax_conv.apply(params, x), atol=1e-5)
+    with pytest.raises(ValueError, match="odd kernel_size"):
+        Conv(5, 2).init(jax.random.PRNGKey(1), x)
