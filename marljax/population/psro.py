@@ -130,6 +130,15 @@ def _validate(config: PSROConfig, env: Environment) -> None:
         raise ConfigError(f"PSRO needs a two-player game; {env!r} has {env.num_agents} players")
 
 
+def _validate_params(env: MatrixGame, params: EnvParams) -> None:
+    rounds = params.num_rounds
+    if not isinstance(rounds, jax.core.Tracer) and int(rounds) != 1:
+        raise ConfigError(
+            f"PSRO here solves the one-shot game of {env!r}; its params have num_rounds="
+            f"{int(rounds)} (use a one-shot env such as matrix/rps-v0, or num_rounds=1)"
+        )
+
+
 def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None = None):
     """Build `run(key, hparams, env_params=None) -> PSROOutput`, the whole PSRO run.
 
@@ -144,11 +153,12 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
 
     Raises:
       ConfigError: unknown meta-solver or best-response oracle, `population_size < 1`, an env
-        that is not a two-player matrix game.
+        that is not a two-player matrix game, default params of a repeated game.
     """
     _validate(config, env)
     solver = get_meta_solver(config.meta_solver)
     default_params = env_params if env_params is not None else env.default_params()
+    _validate_params(env, default_params)
     size, num_actions = config.population_size, env.num_actions
 
     def solve(meta_payoffs, count, hp):
