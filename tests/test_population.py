@@ -134,6 +134,16 @@ def test_psro_policy_gradient_best_responses(rps):
     assert (np.asarray(out.policies[:, 1]).max(-1) > 0.9).all(), out.policies[:, 1]
 
 
+def test_psro_population_of_one_is_the_initial_policy(rps):
+    env, _ = rps
+    out = jax.jit(make_psro(PSROConfig(population_size=1, meta_solver="uniform"), env))(
+        jax.random.PRNGKey(3), PSROHParams()
+    )
+    assert out.policies.shape == (2, 1, 3) and out.nash_conv.shape == (1,)
+    assert float(out.nash_conv[0]) == pytest.approx(2.0)  # a pure strategy in RPS
+    np.testing.assert_allclose(out.meta_strategy, 1.0)
+
+
 def test_psro_bad_inputs_fail_before_compile(rps):
     env, _ = rps
     with pytest.raises(ConfigError, match=r"unknown meta-solver 'nashh'.*'alpharank'.*'nash'"):

@@ -223,10 +223,11 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
 
         def iteration(carry, t):
             policies, meta = carry
-            count = t + 1
+            count = t + 1  # members before this iteration's best responses join
             sigma = solve(meta, count, hparams)
+            nc = nash_conv_of(policies, sigma, params)
             new = best_responses(jax.random.fold_in(key_loop, t), policies, sigma, params, hparams)
-            policies = policies.at[:, count].set(new, mode="drop")  # dropped after the last
+            policies = policies.at[:, count].set(new)
             # the new row (player 0's newcomer vs all of 1) and column (all of 0 vs 1's newcomer)
             row = jax.vmap(evaluate, in_axes=(None, None, 0))(
                 params, policies[0, count], policies[1]
@@ -234,16 +235,17 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
             col = jax.vmap(evaluate, in_axes=(None, 0, None))(
                 params, policies[0], policies[1, count]
             )
-            inside = count < size
-            meta = jnp.where(inside, meta.at[:, count, :].set(row.T, mode="drop"), meta)
-            meta = jnp.where(inside, meta.at[:, :, count].set(col.T, mode="drop"), meta)
-            nc = nash_conv_of(policies, sigma, params)
+            meta = meta.at[:, count, :].set(row.T).at[:, :, count].set(col.T)
             return (policies, meta), (sigma, nc)
 
-        # iteration t solves the game of the first t + 1 members; the last solves all K
+        # iteration t solves the game of the first t + 1 members and adds member t + 1; the
+        # final meta-strategy solves the game of all K members
         (policies, meta), (sigmas, ncs) = jax.lax.scan(
-            iteration, (policies, meta), jnp.arange(size)
+            iteration, (policies, meta), jnp.arange(size - 1)
         )
+        final = solve(meta, size, hparams)
+        sigmas = jnp.concatenate([sigmas, final[None]])
+        ncs = jnp.concatenate([ncs, nash_conv_of(policies, final, params)[None]])
         return PSROOutput(
             policies=policies,
             meta_payoffs=meta,
