@@ -9,8 +9,11 @@ import marljax
 from marljax.config import ConfigError
 from marljax.envs.matrix import payoffs as P
 from marljax.population import lola
+from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population import metasolvers as ms
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
+from marljax.testing import check_env
+from marljax.train import TrainConfig
 
 # A weighted RPS (skew-symmetric, value 0): A p = 0 gives the unique, non-uniform equilibrium
 # p = (1/4, 1/2, 1/4) for both players.
@@ -41,9 +44,8 @@ def psro_rps(rps):
 # ----------------------------------------------------------------------------- meta-solvers
 
 
-@pytest.mark.parametrize("jit", [False, True])
-def test_nash_meta_solver_matches_hand_computed_equilibria(jit):
-    solve = jax.jit(ms.regret_matching, static_argnums=3) if jit else ms.regret_matching
+def test_nash_meta_solver_matches_hand_computed_equilibria():
+    solve = jax.jit(ms.regret_matching, static_argnums=3)
     sigma = solve(P.zero_sum(WEIGHTED_RPS), None, HP, 2000)
     np.testing.assert_allclose(sigma, [[0.25, 0.5, 0.25]] * 2, atol=2e-3)
     sigma = solve(P.zero_sum(TWO_BY_TWO), None, HP, 2000)
@@ -54,7 +56,8 @@ def test_nash_meta_solver_matches_hand_computed_equilibria(jit):
 def test_meta_solvers_respect_the_mask(name):
     mask = jnp.array([[True, True, False], [True, True, False]])
     iterations = 20 if name == "alpharank" else 200
-    sigma = np.asarray(ms.get_meta_solver(name)(P.zero_sum(WEIGHTED_RPS), mask, HP, iterations))
+    solve = jax.jit(ms.get_meta_solver(name), static_argnums=3)
+    sigma = np.asarray(solve(P.zero_sum(WEIGHTED_RPS), mask, HP, iterations))
     assert sigma.shape == (2, 3)
     np.testing.assert_allclose(sigma.sum(-1), 1.0, atol=1e-5)
     assert (sigma >= 0).all() and (sigma[:, 2] == 0).all()
@@ -62,16 +65,17 @@ def test_meta_solvers_respect_the_mask(name):
 
 def test_alpharank_and_rae_pick_the_known_profiles():
     # alpha-rank: all mass on the dominant strategy (defect) of the Prisoner's Dilemma
-    sigma = ms.alpharank(P.prisoners_dilemma(), None, HP, 30)
+    sigma = jax.jit(ms.alpharank, static_argnums=3)(P.prisoners_dilemma(), None, HP, 30)
     np.testing.assert_allclose(sigma, [[0.0, 1.0]] * 2, atol=1e-3)
     # Stag Hunt: regret matching from uniform stays at the mixed equilibrium (1/2, 1/2); the
     # risk-averse equilibrium selects the risk-dominant (hare, hare) (Slumbers et al. 2023)
     np.testing.assert_allclose(ms.regret_matching(P.stag_hunt(), None, HP, 500), 0.5, atol=1e-3)
-    sigma = ms.risk_averse_equilibrium(P.stag_hunt(), None, HP, 300)
+    rae = jax.jit(ms.risk_averse_equilibrium, static_argnums=3)
+    sigma = rae(P.stag_hunt(), None, HP, 300)
     assert (sigma[:, 1] > 0.95).all(), sigma
     # without risk aversion or trembling the RAE is a Nash equilibrium of the zero-sum game
     neutral = ms.MetaSolverHParams(risk_aversion=0.0, risk_epsilon=0.0)
-    sigma = ms.risk_averse_equilibrium(P.zero_sum(WEIGHTED_RPS), None, neutral, 1000)
+    sigma = rae(P.zero_sum(WEIGHTED_RPS), None, neutral, 300)
     np.testing.assert_allclose(sigma, [[0.25, 0.5, 0.25]] * 2, atol=0.03)
 
 
@@ -134,6 +138,43 @@ def test_psro_policy_gradient_best_responses(rps):
     assert (np.asarray(out.policies[:, 1]).max(-1) > 0.9).all(), out.policies[:, 1]
 
 
+def test_psro_with_a_registered_agent_as_best_response(rps):
+    """IPPO trained by make_train inside the PSRO program (on MixedCoPlayer) finds the pure
+    best responses to the initial pure strategies, then the rest of the cycle."""
+    env, params = rps
+    config = PSROConfig(
+        population_size=4,
+        meta_solver="nash",
+        best_response="agent",
+        meta_iterations=300,
+        br_train=TrainConfig(num_envs=16, rollout_len=1, total_env_steps=512),
+    )
+    out = jax.jit(make_psro(config, env, params))(jax.random.PRNGKey(0), PSROHParams())
+    policies = np.asarray(out.policies)
+    first = policies[:, 0].argmax(-1)  # the initial pure strategies
+    # member 1 of each player beats the other's initial strategy (RPS: a beats (a - 1) mod 3)
+    assert policies[0, 1, (first[1] + 1) % 3] > 0.9, policies[0, 1]
+    assert policies[1, 1, (first[0] + 1) % 3] > 0.9, policies[1, 1]
+    assert float(out.nash_conv[0]) == pytest.approx(2.0) and float(out.nash_conv[-1]) < 1.5
+
+
+def test_mixed_coplayer_meets_the_env_contract(rps):
+    env, params = rps
+    co = MixedCoPlayer(env)
+    co_params = co.default_params().replace(coplayer_strategy=jnp.array([0.0, 1.0, 0.0]))
+    check_env(co, co_params, num_steps=8, num_envs=2)
+    _, ts = co.step(
+        jax.random.PRNGKey(0),
+        co.reset(jax.random.PRNGKey(1), co_params)[0],
+        jnp.array([2]),
+        co_params,
+    )
+    assert int(ts.extras["coplayer_actions"][0]) == 1 and float(ts.reward[0]) == 1.0  # S beats P
+    # the swapped game: the column player is agent 0
+    swapped = swap_roles(P.bimatrix([[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]))
+    np.testing.assert_allclose(swapped, [[[5, 7], [6, 8]], [[1, 3], [2, 4]]])
+
+
 def test_psro_population_of_one_is_the_initial_policy(rps):
     env, _ = rps
     out = jax.jit(make_psro(PSROConfig(population_size=1, meta_solver="uniform"), env))(
@@ -152,6 +193,8 @@ def test_psro_bad_inputs_fail_before_compile(rps):
         make_psro(PSROConfig(population_size=0), env)
     with pytest.raises(ConfigError, match="best_response must be one of"):
         make_psro(PSROConfig(best_response="dqn"), env)
+    with pytest.raises(ConfigError, match="br_algo must be one of.*'ippo'"):
+        make_psro(PSROConfig(best_response="agent", br_algo="ppo2"), env)
     three, _ = marljax.make("matrix/public_goods-v0")
     with pytest.raises(ConfigError, match="two-player game.*3 players"):
         make_psro(PSROConfig(), three)
@@ -225,7 +268,8 @@ def test_lola_cooperates_where_naive_learners_defect():
     hp = lola.LOLAHParams(init_std=0.1)
     rewards = {}
     for method in ("lola", "naive"):
-        run = jax.jit(jax.vmap(lola.make_lola_ipd(lola.LOLAConfig(method, 60)), in_axes=(0, None)))
+        config = lola.LOLAConfig(method, 60, squarings=10)  # gamma^1024 < 1e-18
+        run = jax.jit(jax.vmap(lola.make_lola_ipd(config), in_axes=(0, None)))
         out = run(keys, hp)
         rewards[method] = np.asarray(out.average_reward)[:, -1].mean(-1)
         if method == "lola":  # tit-for-tat-like: cooperate after CC and DC, defect after CD, DD

@@ -6,7 +6,11 @@
 - `psro`: PSRO on two-player normal-form games, the whole run as one compiled program
   (fictitious play and self-play are its `uniform` and `last` meta-solvers).
 - `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
+- `coplayer`: a two-player matrix game seen by one learner against a traced mixed strategy
+  (PSRO's `agent` best-response oracle trains registered agents on it).
 """
+
+from marljax.population.coplayer import MixedCoPlayer, MixedCoPlayerParams, swap_roles
 
 from marljax.population.lola import (
     LOLAConfig,
@@ -36,6 +40,8 @@ __all__ = [
     "LOLAOutput",
     "META_SOLVERS",
     "MetaSolverHParams",
+    "MixedCoPlayer",
+    "MixedCoPlayerParams",
     "PSROConfig",
     "PSROHParams",
     "PSROOutput",
@@ -51,4 +57,5 @@ __all__ = [
     "regret_matching",
     "risk_averse_equilibrium",
     "risk_averse_utility",
+    "swap_roles",
 ]

@@ -96,7 +96,7 @@ def ipd_values(
         return (total + total @ power, power @ power), None
 
     eye = jnp.eye(4, dtype=trans.dtype)
-    (series, _), _ = jax.lax.scan(body, (eye, gamma * trans), None, length=squarings, unroll=True)
+    (series, _), _ = jax.lax.scan(body, (eye, gamma * trans), None, length=squarings)
     return p0 @ series @ rewards
 
 

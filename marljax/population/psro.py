@@ -25,7 +25,13 @@ Best responses (`PSROConfig.best_response`):
 - `pg`: learned by a softmax policy-gradient learner that plays the env: every step it samples
   `br_batch` episodes, in each an opponent member drawn from the opponent's meta-strategy (one
   per episode) and actions from both policies, steps the env, and ascends REINFORCE
-  `grad = mean((r - mean r) * grad log pi(a))` with step `br_learning_rate`.
+  `grad = mean((r - mean r) * grad log pi(a))` with step `br_learning_rate`;
+- `agent`: trained by a registered agent (`PSROConfig.br_algo`, e.g. `ippo`) with
+  `marljax.train.make_train` on `MixedCoPlayer`, the game seen by one learner whose co-player
+  samples from the opponent's meta-mixture held in the env params, so one compiled training
+  program serves every iteration and both players (a `vmap` over the two roles, the column
+  player's game with the roles swapped). The new policy is the trained agent's action
+  frequencies over `br_samples` sampled acts on the first-round observation.
 
     env, params = marljax.make("matrix/rps-v0")
     run = make_psro(PSROConfig(population_size=20, meta_solver="uniform"), env)
@@ -40,22 +46,25 @@ NeurIPS 2017.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from marljax.agents.base import Observation
 from marljax.config import ConfigError, check_ranges, param
 from marljax.core.types import Environment, EnvParams
 from marljax.envs.matrix.matrix_game import MatrixGame
 from marljax.evaluation import normal_form as nf
+from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.metasolvers import MetaSolverHParams, get_meta_solver
+from marljax.train import TrainConfig, make_train
 
 Array = jax.Array
 
 #: best-response oracles of `make_psro`.
-BEST_RESPONSES = ("exact", "pg")
+BEST_RESPONSES = ("exact", "pg", "agent")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,9 +76,14 @@ class PSROConfig:
         `K - 1` best responses); at least 1.
       meta_solver: a name of `marljax.population.metasolvers.META_SOLVERS`.
       meta_iterations: iterations of the iterative meta-solvers.
-      best_response: `exact` (pure best response) or `pg` (softmax policy gradient).
+      best_response: `exact` (pure best response), `pg` (softmax policy gradient) or `agent`
+        (a registered agent trained with `make_train`).
       br_steps: policy-gradient steps of the `pg` oracle.
       br_batch: episodes per policy-gradient step of the `pg` oracle.
+      br_algo: registered algorithm of the `agent` oracle (`marljax.agents.ALGORITHMS`).
+      br_agent_config: its config (None: the algorithm's defaults).
+      br_train: the `agent` oracle's training run (env steps, envs, rollout length).
+      br_samples: sampled acts that estimate a trained agent's mixed strategy.
     """
 
     population_size: int = param(20, lo=1, help="final number of policies per player.")
@@ -78,6 +92,12 @@ class PSROConfig:
     best_response: str = "exact"
     br_steps: int = param(100, lo=1, help="policy-gradient steps of the pg oracle.")
     br_batch: int = param(64, lo=1, help="episodes per policy-gradient step of the pg oracle.")
+    br_algo: str = "ippo"
+    br_agent_config: Any = None
+    br_train: TrainConfig = dataclasses.field(
+        default_factory=lambda: TrainConfig(num_envs=16, rollout_len=1, total_env_steps=1024)
+    )
+    br_samples: int = param(256, lo=1, help="sampled acts estimating a trained agent's policy.")
 
 
 @struct.dataclass
@@ -86,11 +106,13 @@ class PSROHParams:
 
     Attributes:
       br_learning_rate: step of the `pg` best-response learner.
+      br_agent: hyperparameters of the `agent` oracle's agent (None: its defaults).
       meta: hyperparameters of the meta-solvers.
     """
 
     br_learning_rate: float = param(1.0, lo=0.0, lo_open=True, help="step of the pg learner.")
     meta: MetaSolverHParams = struct.field(default_factory=MetaSolverHParams)
+    br_agent: Any = None
 
 
 class PSROOutput(NamedTuple):
@@ -121,6 +143,13 @@ def _validate(config: PSROConfig, env: Environment) -> None:
             f"PSROConfig.best_response must be one of {list(BEST_RESPONSES)}, "
             f"got {config.best_response!r}"
         )
+    if config.best_response == "agent":
+        from marljax.agents import ALGORITHMS
+
+        if config.br_algo not in ALGORITHMS:
+            raise ConfigError(
+                f"PSROConfig.br_algo must be one of {sorted(ALGORITHMS)}, got {config.br_algo!r}"
+            )
     if not isinstance(env, MatrixGame):
         raise ConfigError(
             f"PSRO here runs on normal-form games (a MatrixGame, e.g. matrix/rps-v0); "
@@ -137,6 +166,52 @@ def _validate_params(env: MatrixGame, params: EnvParams) -> None:
             f"PSRO here solves the one-shot game of {env!r}; its params have num_rounds="
             f"{int(rounds)} (use a one-shot env such as matrix/rps-v0, or num_rounds=1)"
         )
+
+
+def _make_agent_oracle(config: PSROConfig, env: MatrixGame, params: EnvParams):
+    """`oracle(key, mixture [2, N], params, agent_hparams) -> [2, N]`: both players' trained
+    registered agents' mixed strategies against the other's mixture."""
+    from marljax.agents import ALGORITHMS
+
+    spec = ALGORITHMS[config.br_algo]
+    co_env = MixedCoPlayer(env)
+    co_params = co_env.default_params().replace(
+        max_steps=params.max_steps, payoffs=params.payoffs, num_rounds=params.num_rounds
+    )
+    agent_config = config.br_agent_config
+    if agent_config is None:
+        agent_config = spec.config_cls(**spec.config_defaults)
+    agent = spec.factory(agent_config, co_env, co_params)
+    trainer = make_train(config.br_train, co_env, agent, co_params)
+    samples, num_actions = config.br_samples, env.num_actions
+
+    def one_role(key, role_params, agent_hparams):
+        key_train, key_reset, key_act = jax.random.split(key, 3)
+        state, _ = trainer.train(key_train, agent_hparams, role_params)
+        _, ts = co_env.reset(key_reset, role_params)
+        observation = Observation(
+            obs=jnp.broadcast_to(ts.obs, (samples, *ts.obs.shape)),
+            action_mask=jnp.broadcast_to(ts.action_mask, (samples, *ts.action_mask.shape)),
+            global_state=jnp.broadcast_to(ts.global_state, (samples, *ts.global_state.shape)),
+            reset=jnp.ones((samples,), jnp.bool_),
+        )
+        carry = agent.initial_carry(samples)
+        actions, _, _ = agent.act(state.agent_state, carry, observation, key_act, agent_hparams)
+        return jnp.mean(jax.nn.one_hot(actions[:, 0], num_actions), axis=0)
+
+    def oracle(key, mixture, params, agent_hparams):
+        agent_hparams = agent.default_hparams() if agent_hparams is None else agent_hparams
+        # the row player's game as is, the column player's with the roles swapped
+        roles = co_params.replace(
+            max_steps=jnp.stack([jnp.asarray(params.max_steps)] * 2),
+            payoffs=jnp.stack([params.payoffs, swap_roles(params.payoffs)]),
+            num_rounds=jnp.stack([jnp.asarray(params.num_rounds)] * 2),
+            coplayer_strategy=mixture[::-1],  # each learner faces the other's mixture
+        )
+        keys = jax.random.split(key, 2)
+        return jax.vmap(one_role, in_axes=(0, 0, None))(keys, roles, agent_hparams)
+
+    return oracle
 
 
 def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None = None):
@@ -191,11 +266,16 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
         )
         return jax.nn.softmax(logits)
 
+    if config.best_response == "agent":
+        agent_best_response = _make_agent_oracle(config, env, default_params)
+
     def best_responses(key, policies, sigma, params, hp):
         mixture = jnp.einsum("ik,ikn->in", sigma, policies)  # [2, N]
         if config.best_response == "exact":
             _, actions = nf.best_response(params.payoffs, mixture)
             return jax.nn.one_hot(actions, num_actions, dtype=jnp.float32)
+        if config.best_response == "agent":
+            return agent_best_response(key, mixture, params, hp.br_agent)
         keys = jax.random.split(key, 2)
         return jnp.stack(
             [
