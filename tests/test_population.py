@@ -9,8 +9,8 @@ import marljax
 from marljax.config import ConfigError
 from marljax.envs.matrix import payoffs as P
 from marljax.population import lola
-from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population import metasolvers as ms
+from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
 from marljax.testing import check_env
 from marljax.train import TrainConfig

@@ -11,7 +11,6 @@
 """
 
 from marljax.population.coplayer import MixedCoPlayer, MixedCoPlayerParams, swap_roles
-
 from marljax.population.lola import (
     LOLAConfig,
     LOLAHParams,
