@@ -98,7 +98,7 @@ def test_fictitious_play_on_rps_converges_to_uniform(psro_rps):
     nash_conv = np.asarray(psro_rps["uniform"].nash_conv)  # [S, K]
     assert nash_conv[:, 0] == pytest.approx(2.0), nash_conv[:, 0]  # a pure strategy: max gain
     # fictitious play's average approaches uniform; iterated best response (self-play) cycles
-    # (measured: 0.33-0.375 at K = 24, about 1/K-like; self-play stays at the maximum 2)
+    # (measured: 0.33-0.375 at K = 24; self-play stays at the maximum 2)
     assert nash_conv[:, -1].max() < 0.45, nash_conv[:, -1]
     assert (nash_conv[:, -1] < nash_conv[:, 5]).all()
     np.testing.assert_allclose(psro_rps["last"].nash_conv, 2.0, atol=1e-6)
