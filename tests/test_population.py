@@ -108,6 +108,16 @@ def test_fictitious_play_on_rps_converges_to_uniform(psro_rps):
     np.testing.assert_allclose(mixture, 1.0 / 3.0, atol=0.2)  # spirals in slowly (Shapley 1964)
 
 
+def test_symmetric_fictitious_self_play_shares_one_population(rps):
+    env, params = rps
+    config = PSROConfig(population_size=16, meta_solver="uniform", symmetric=True)
+    run = jax.jit(jax.vmap(make_psro(config, env, params), in_axes=(0, None)))
+    out = run(jax.random.split(jax.random.PRNGKey(0), 2), PSROHParams())
+    np.testing.assert_array_equal(out.policies[:, 0], out.policies[:, 1])
+    nash_conv = np.asarray(out.nash_conv)
+    assert (nash_conv[:, 0] == pytest.approx(2.0)) and nash_conv[:, -1].max() < 0.45, nash_conv
+
+
 def test_psro_with_nash_solver_reaches_equilibrium(psro_rps):
     out = psro_rps["nash"]
     assert np.asarray(out.nash_conv)[:, -1].max() < 0.02
@@ -206,6 +216,9 @@ def test_psro_bad_inputs_fail_before_compile(rps):
         make_psro(PSROConfig(), ipd, ipd_params)
     with pytest.raises(ConfigError, match="unknown meta-solver"):
         ms.get_meta_solver("fictitious")
+    bos, bos_params = marljax.make("matrix/battle_of_sexes-v0")
+    with pytest.raises(ConfigError, match="symmetric=True needs a symmetric game"):
+        make_psro(PSROConfig(symmetric=True), bos, bos_params)
 
 
 # ----------------------------------------------------------------------------- LOLA

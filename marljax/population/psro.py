@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from marljax.agents.base import Observation
@@ -84,6 +85,10 @@ class PSROConfig:
       br_agent_config: its config (None: the algorithm's defaults).
       br_train: the `agent` oracle's training run (env steps, envs, rollout length).
       br_samples: sampled acts that estimate a trained agent's mixed strategy.
+      symmetric: one population shared by both players, for symmetric games
+        (`payoffs[1] = payoffs[0].T`): both start from the same pure strategy, the
+        meta-strategy is the average of the solver's two rows, and each iteration adds player
+        0's best response to both (symmetric self-play and fictitious self-play).
     """
 
     population_size: int = param(20, lo=1, help="final number of policies per player.")
@@ -98,6 +103,7 @@ class PSROConfig:
         default_factory=lambda: TrainConfig(num_envs=16, rollout_len=1, total_env_steps=1024)
     )
     br_samples: int = param(256, lo=1, help="sampled acts estimating a trained agent's policy.")
+    symmetric: bool = False
 
 
 @struct.dataclass
@@ -159,7 +165,14 @@ def _validate(config: PSROConfig, env: Environment) -> None:
         raise ConfigError(f"PSRO needs a two-player game; {env!r} has {env.num_agents} players")
 
 
-def _validate_params(env: MatrixGame, params: EnvParams) -> None:
+def _validate_params(config: PSROConfig, env: MatrixGame, params: EnvParams) -> None:
+    if config.symmetric and not isinstance(params.payoffs, jax.core.Tracer):
+        table = np.asarray(params.payoffs)
+        if not np.allclose(table[1], table[0].T):
+            raise ConfigError(
+                f"PSROConfig.symmetric=True needs a symmetric game (payoffs[1] == payoffs[0].T); "
+                f"{env!r} is not (use symmetric=False for two populations)"
+            )
     rounds = params.num_rounds
     if not isinstance(rounds, jax.core.Tracer) and int(rounds) != 1:
         raise ConfigError(
@@ -233,12 +246,15 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
     _validate(config, env)
     solver = get_meta_solver(config.meta_solver)
     default_params = env_params if env_params is not None else env.default_params()
-    _validate_params(env, default_params)
+    _validate_params(config, env, default_params)
     size, num_actions = config.population_size, env.num_actions
 
     def solve(meta_payoffs, count, hp):
         mask = jnp.broadcast_to(jnp.arange(size) < count, (2, size))
-        return solver(meta_payoffs, mask, hp.meta, config.meta_iterations)
+        sigma = solver(meta_payoffs, mask, hp.meta, config.meta_iterations)
+        if config.symmetric:  # one population: one meta-strategy
+            sigma = jnp.broadcast_to(sigma.mean(0), sigma.shape)
+        return sigma
 
     def pg_best_response(key, player, opp_policies, opp_sigma, params, hp):
         """Softmax REINFORCE against opponents sampled per episode from the meta-strategy."""
@@ -295,7 +311,8 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
         params = env_params if env_params is not None else default_params
         key_init, key_loop = jax.random.split(key)
         # the initial population: one random pure strategy per player
-        first = jax.random.randint(key_init, (2,), 0, num_actions)
+        first = jax.random.randint(key_init, (1 if config.symmetric else 2,), 0, num_actions)
+        first = jnp.broadcast_to(first, (2,))
         policies = jnp.zeros((2, size, num_actions), jnp.float32)
         policies = policies.at[:, 0].set(jax.nn.one_hot(first, num_actions))
         meta = jnp.zeros((2, size, size), jnp.float32)
@@ -307,6 +324,8 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
             sigma = solve(meta, count, hparams)
             nc = nash_conv_of(policies, sigma, params)
             new = best_responses(jax.random.fold_in(key_loop, t), policies, sigma, params, hparams)
+            if config.symmetric:
+                new = jnp.broadcast_to(new[0], new.shape)
             policies = policies.at[:, count].set(new)
             # the new row (player 0's newcomer vs all of 1) and column (all of 0 vs 1's newcomer)
             row = jax.vmap(evaluate, in_axes=(None, None, 0))(
