@@ -56,6 +56,7 @@ COVERED = (
     "marljax.results",
     "marljax.policy",
     "marljax.loggers",
+    "marljax.population",
 )
 #: env families: their exported `Environment` classes must be in their table
 FAMILIES = (

@@ -1,0 +1,60 @@
+"""Game-theoretic population training: meta-solvers, PSRO, and opponent shaping (LOLA).
+
+- `metasolvers`: pure jittable meta-solvers on an empirical two-player payoff matrix (uniform,
+  last-iterate, Nash by regret matching+, projected replicator dynamics, alpha-rank and the
+  risk-averse equilibrium), with a registry by name.
+- `psro`: PSRO on two-player normal-form games, the whole run as one compiled program
+  (fictitious play and self-play are its `uniform` and `last` meta-solvers).
+- `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
+- `coplayer`: a two-player matrix game seen by one learner against a traced mixed strategy
+  (PSRO's `agent` best-response oracle trains registered agents on it).
+"""
+
+from marljax.population.coplayer import MixedCoPlayer, MixedCoPlayerParams, swap_roles
+from marljax.population.lola import (
+    LOLAConfig,
+    LOLAHParams,
+    LOLAOutput,
+    ipd_values,
+    lola_gradients,
+    lola_ipd_payoffs,
+    make_lola_ipd,
+    naive_gradients,
+)
+from marljax.population.metasolvers import (
+    META_SOLVERS,
+    MetaSolverHParams,
+    alpharank,
+    get_meta_solver,
+    projected_replicator_dynamics,
+    regret_matching,
+    risk_averse_equilibrium,
+    risk_averse_utility,
+)
+from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_psro
+
+__all__ = [
+    "LOLAConfig",
+    "LOLAHParams",
+    "LOLAOutput",
+    "META_SOLVERS",
+    "MetaSolverHParams",
+    "MixedCoPlayer",
+    "MixedCoPlayerParams",
+    "PSROConfig",
+    "PSROHParams",
+    "PSROOutput",
+    "alpharank",
+    "get_meta_solver",
+    "ipd_values",
+    "lola_gradients",
+    "lola_ipd_payoffs",
+    "make_lola_ipd",
+    "make_psro",
+    "naive_gradients",
+    "projected_replicator_dynamics",
+    "regret_matching",
+    "risk_averse_equilibrium",
+    "risk_averse_utility",
+    "swap_roles",
+]
