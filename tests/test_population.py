@@ -298,3 +298,25 @@ def test_lola_bad_inputs():
         lola.make_lola_ipd(lola.LOLAConfig(num_steps=0))
     with pytest.raises(ConfigError, match=r"\[2, 2, 2\]"):
         lola.make_lola_ipd(lola.LOLAConfig(), payoffs=P.rock_paper_scissors())
+
+
+def test_psro_command_prints_the_nashconv_curve_and_refuses_bad_input(tmp_path, capsys):
+    import json
+
+    from marljax.cli import main
+
+    path = tmp_path / "psro.json"
+    args = ["psro", "--population", "5", "--seeds", "2", "--json", str(path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "K=1    2.0000" in out and "K=5" in out  # RPS: a pure strategy has NashConv 2
+    saved = json.loads(path.read_text())
+    assert np.asarray(saved["nash_conv"]).shape == (2, 5)
+    assert np.asarray(saved["nash_conv"])[:, -1].max() < 0.05  # the Nash meta-solver converged
+    for bad, needle in [
+        (["--meta-solver", "nsh"], "did you mean 'nash'"),
+        (["--population", "0"], "population_size must be >= 1"),
+        (["--env", "social/coin_game-v0"], "matrix"),
+    ]:
+        assert main(["psro", *bad]) == 2
+        assert needle in capsys.readouterr().err.lower()
