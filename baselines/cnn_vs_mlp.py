@@ -21,7 +21,11 @@ import numpy as np
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.evaluation.stats import aggregate_iqm
+from marljax.evaluation.stats import (
+    aggregate_iqm,
+    interval_estimate,
+    probability_of_improvement_ci,
+)
 from marljax.train import TrainConfig, make_train
 
 TASKS = {
@@ -56,16 +60,24 @@ def final_returns(env_id: str, overrides: dict, torso: str, args) -> np.ndarray:
 def main() -> None:
     args = parser.parse_args()
     print(f"{args.seeds} seeds, {args.envs * args.rollout * args.updates} env steps per run")
+    key = jax.random.PRNGKey(0)
     for task in args.tasks:
         env_id, overrides = TASKS[task]
+        scores = {}
         for torso in ("cnn", "mlp"):
             start = time.perf_counter()
-            scores = final_returns(env_id, overrides, torso, args)
-            iqm = float(aggregate_iqm(scores[:, None]))
+            scores[torso] = final_returns(env_id, overrides, torso, args)[:, None]  # [seeds, 1]
+            iqm = interval_estimate(key, aggregate_iqm, scores[torso])
             print(
-                f"{task:14s} {torso:4s} IQM {iqm:8.3f}  per seed {np.round(scores, 3).tolist()}"
+                f"{task:14s} {torso:4s} IQM {float(iqm.point):8.3f} "
+                f"[{float(iqm.low):.3f}, {float(iqm.high):.3f}] (95% bootstrap CI)  per seed "
+                f"{np.round(scores[torso][:, 0], 3).tolist()}"
                 f"  ({time.perf_counter() - start:.0f} s incl. compile)"
             )
+        p = probability_of_improvement_ci(key, scores["cnn"], scores["mlp"])
+        print(
+            f"{task:14s} P(CNN > MLP) {float(p.point):.2f} [{float(p.low):.2f}, {float(p.high):.2f}]"
+        )
 
 
 if __name__ == "__main__":
