@@ -723,7 +723,7 @@ def _finite_check(built: Built, ckpt: Any) -> Callable:
         u, what, r = bad
         g, s_ = divmod(r, exp.seeds)
         setting = built.settings[g]
-        label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the default hparams"
+        label = _setting_label({**exp.hparams, **setting}) or "the default hparams"
         c = ckpt() if callable(ckpt) else ckpt
         kept = c.latest_step() if c is not None else None
         where = (f"the newest checkpoint (update {kept}) is left as it was" if kept is not None
@@ -739,14 +739,34 @@ def _finite_check(built: Built, ckpt: Any) -> Callable:
     return check
 
 
+def _setting_label(hparams: dict) -> str:
+    """`lr=1e+30, ent_coef=0.01`: the hparams a run was given (overrides and its setting)."""
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in hparams.items()
+    )
+
+
 #: Metrics that are NaN by design in an update where no episode finished.
 _EPISODE_METRICS = ("episode_return", "episode_return_per_agent", "episode_length")
 
 
 def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """`[R, U]` bool per metric, True = finite (episode statistics of an update in which no
-    episode ended are NaN by design and count as finite)."""
-    no_episode = np.asarray(metrics["num_episodes"]) == 0 if "num_episodes" in metrics else None
+    """`[R, U]` bool per metric, True = finite.
+
+    NaN by design counts as finite: episode statistics (`episode_return`, ..., and per-episode
+    `group/name` metrics) of an update in which no episode ended (`num_episodes == 0`), and
+    every `eval/...` metric of an update without an evaluation (`eval/num_episodes` is NaN) or
+    whose evaluation ended no episode.
+    """
+    from marljax.train import EVAL_PREFIX
+
+    def no_episode(count_name: str) -> np.ndarray | None:
+        if count_name not in metrics:
+            return None
+        count = np.asarray(metrics[count_name], np.float64)
+        return np.isnan(count) | (count == 0)
+
+    none = {"": no_episode("num_episodes"), EVAL_PREFIX: no_episode(EVAL_PREFIX + "num_episodes")}
     out = {}
     for name, x in metrics.items():
         x = np.asarray(x)
@@ -756,8 +776,11 @@ def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if np.issubdtype(x.dtype, np.inexact)
             else np.ones(x.shape[:2], bool)
         )
-        if no_episode is not None and (name in _EPISODE_METRICS or "/" in name):
-            ok = ok | (no_episode & np.isnan(flat).all(-1))
+        prefix = EVAL_PREFIX if name.startswith(EVAL_PREFIX) else ""
+        rest = name[len(prefix) :]
+        per_episode = rest in _EPISODE_METRICS or "/" in rest or (prefix and rest == "num_episodes")
+        if per_episode and none[prefix] is not None:
+            ok = ok | (none[prefix] & np.isnan(flat).all(-1))
         out[name] = ok
     return out
 
