@@ -39,11 +39,19 @@ class Checkpointer:
         self.directory = os.path.abspath(os.fspath(directory))
         # Synchronous saves: `save` waits for every write anyway, and an error then surfaces in
         # this thread at once (no background thread left waiting on a failed write).
-        options = dict(max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False)
-        try:  # remove the temporary folders of saves that a killed process left behind
-            opts = ocp.CheckpointManagerOptions(**options, cleanup_tmp_directories=True)
-        except TypeError:  # older orbax: such folders are ignored (never listed) instead
-            opts = ocp.CheckpointManagerOptions(**options)
+        options = dict(max_to_keep=max_to_keep, create=True)
+        # cleanup_tmp_directories: remove the temporary folders of saves that a killed process
+        # left behind (an orbax without it ignores them: they are never listed).
+        for extra in (
+            {"enable_async_checkpointing": False, "cleanup_tmp_directories": True},
+            {"enable_async_checkpointing": False},
+            {},
+        ):
+            try:
+                opts = ocp.CheckpointManagerOptions(**options, **extra)
+                break
+            except TypeError:
+                continue
         self._manager = ocp.CheckpointManager(self.directory, options=opts)
 
     def save(self, step: int, state: Any) -> None:

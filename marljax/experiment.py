@@ -323,6 +323,8 @@ class Built:
     hparams: Any  # stacked [G]
     settings: list[dict]
     trainer: Any
+    #: host bytes one run keeps between chunks: its state and every update's metrics.
+    host_bytes_per_run: int = 0
 
 
 def build(exp: Experiment) -> Built:
@@ -339,11 +341,36 @@ def build(exp: Experiment) -> Built:
         raise cfg.ConfigError(
             f"Invalid configuration for {exp.algo} on {exp.env} (agent {exp.agent}): {err}"
         ) from err
-    metrics = _metric_names(trainer, exp.base_hparams)
+    state, metrics = _run_shapes(trainer, exp.base_hparams)
     if exp.metric not in metrics:
-        raise cfg.unknown_key_error(exp.metric, metrics, "metric")
+        raise cfg.unknown_key_error(exp.metric, sorted(metrics), "metric")
     hparams = sweep.stack_settings(exp.base_hparams, exp.settings)
-    return Built(exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer)
+    nbytes = lambda tree: sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))  # noqa: E731
+    per_run = nbytes(state) + nbytes(metrics) * exp.train.num_updates
+    return Built(
+        exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer, per_run
+    )
+
+
+def check_host_memory(built: Built, available: int | None = None) -> None:
+    """Refuse `R = settings x seeds` runs whose states and metrics would not fit in the host's
+    memory, before anything is allocated (e.g. `--seeds 2000000000`).
+
+    Raises:
+      ConfigError: with the numbers and the knobs to turn.
+    """
+    exp = built.exp
+    runs = len(built.settings) * exp.seeds
+    need = runs * built.host_bytes_per_run
+    available = ex._host_available_bytes() if available is None else available
+    if need > available:
+        raise cfg.ConfigError(
+            f"{len(built.settings)} setting(s) x {exp.seeds:,} seeds = {runs:,} runs keep about "
+            f"{ex.fmt_bytes(need)} on the host ({ex.fmt_bytes(built.host_bytes_per_run)} of "
+            f"state and metrics per run), more than the {ex.fmt_bytes(available)} available. "
+            "Use fewer seeds or settings (several runs of the command), or fewer updates. "
+            "Nothing was run or written."
+        )
 
 
 def schedule_notes(built: Built) -> list[str]:
@@ -371,12 +398,12 @@ def schedule_notes(built: Built) -> list[str]:
     return notes
 
 
-def _metric_names(trainer: Any, hparams: Any) -> list[str]:
-    out = jax.eval_shape(
-        lambda k: trainer.run(trainer.init(k, hparams), hparams, None, 1)[1],
+def _run_shapes(trainer: Any, hparams: Any) -> tuple[Any, dict]:
+    """Shapes of one run's state and of one update's metrics (traced, nothing compiled)."""
+    return jax.eval_shape(
+        lambda k: trainer.run(trainer.init(k, hparams), hparams, None, 1),
         jax.ShapeDtypeStruct((2,), jnp.uint32),
     )
-    return sorted(out)
 
 
 def describe(built: Built, kind: str = "train") -> dict[str, Any]:
@@ -468,6 +495,7 @@ def run_experiment(
     built = exp if isinstance(exp, Built) else build(exp)
     exp = built.exp
     _check_loggers(exp.log)
+    check_host_memory(built)
     if jax.process_index() == 0:
         for note in schedule_notes(built):
             print(f"marljax: note: {note}", file=sys.stderr)

@@ -427,7 +427,7 @@ def test_os_and_size_errors_are_messages_before_anything_runs(tmp_path, capsys, 
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     code, _, err = run_cli(["train", "--out", str(a_file), "--no-progress"], capsys)
-    assert code == 2 and "Not a directory" in err and str(a_file) in err
+    assert code == 2 and "is a file, not a folder" in err and str(a_file) in err
     code, _, err = run_cli(["train", "--set", "num_envs=1000000000", "--no-progress"], capsys)
     assert code == 2 and "int32" in err and "num_envs 1000000000" in err
     # a sweep into an existing run's folder is refused before it trains
