@@ -715,17 +715,24 @@ def _resume_point(ckpt: Checkpointer, built: Built, keys, hparams, run_dir: str)
         mesh=ex.make_mesh(exp.layout, exp.devices), layout=exp.layout,
     )  # fmt: skip
     metrics, covered, why = _read_metrics(run_dir)
+    if why:  # no metrics history at all: no checkpoint can be continued without a gap
+        raise ValueError(
+            f"Cannot resume {run_dir}: {why}, so none of its checkpoints "
+            f"({', '.join(map(str, steps))}) can be continued without a gap in the metrics. "
+            "Put back a copy of metrics.npz, or delete the checkpoints/ folder to train the run "
+            "again from update 0."
+        )
     skipped = []
     for step in steps:
         if step > covered:
-            skipped.append(
-                f"checkpoint {step}: " + (why or f"metrics.npz covers {covered} updates")
-            )
+            skipped.append(f"checkpoint {step}: metrics.npz covers {covered} updates")
             continue
         try:
             state = ckpt.restore(like, step)
         except ValueError as err:
-            skipped.append(f"checkpoint {step}: cannot be restored ({str(err).splitlines()[0]})")
+            first = str(err).splitlines()[0]
+            first = first if len(first) <= 160 else first[:160] + " ..."
+            skipped.append(f"checkpoint {step}: cannot be restored ({first})")
             continue
         for note in skipped:
             print(f"marljax: resume: skipped {note}", file=sys.stderr)
@@ -783,18 +790,27 @@ def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
     NaN by design counts as finite: episode statistics (`episode_return`, ..., and per-episode
     `group/name` metrics) of an update in which no episode ended (`num_episodes == 0`), and
-    every `eval/...` metric of an update without an evaluation (`eval/num_episodes` is NaN) or
-    whose evaluation ended no episode.
+    every `eval/...` metric of an update without an evaluation (all of them NaN) or whose
+    evaluation ended no episode.
     """
     from marljax.train import EVAL_PREFIX
 
-    def no_episode(count_name: str) -> np.ndarray | None:
-        if count_name not in metrics:
-            return None
-        count = np.asarray(metrics[count_name], np.float64)
-        return np.isnan(count) | (count == 0)
+    def all_nan(x) -> np.ndarray:
+        x = np.asarray(x)
+        return np.isnan(x.reshape(*x.shape[:2], -1)).all(-1)
 
-    none = {"": no_episode("num_episodes"), EVAL_PREFIX: no_episode(EVAL_PREFIX + "num_episodes")}
+    def no_episode(prefix: str) -> np.ndarray | None:
+        """`[R, U]`: updates in which this group of metrics saw no episode."""
+        count = metrics.get(prefix + "num_episodes")
+        if count is None:
+            return None
+        none = np.asarray(count, np.float64) == 0
+        if prefix:  # no evaluation in the update: every one of its metrics is NaN
+            group = [all_nan(v) for k, v in metrics.items() if k.startswith(prefix)]
+            none = none | np.logical_and.reduce(group)
+        return none
+
+    none = {"": no_episode(""), EVAL_PREFIX: no_episode(EVAL_PREFIX)}
     out = {}
     for name, x in metrics.items():
         x = np.asarray(x)
@@ -933,7 +949,9 @@ def _read_metrics(run_dir: str) -> tuple[dict[str, np.ndarray], int, str]:
     except FileNotFoundError:
         return {}, 0, "metrics.npz is missing"
     except Exception as err:  # noqa: BLE001  (a damaged file: zip, pickle or value errors)
-        return {}, 0, f"metrics.npz cannot be read ({type(err).__name__}: {err})"
+        text = str(err).splitlines()[0] if str(err) else ""
+        text = text if len(text) <= 120 else text[:120] + " ..."
+        return {}, 0, f"metrics.npz cannot be read ({type(err).__name__}: {text})"
     if not metrics:
         return {}, 0, "metrics.npz is empty"
     return metrics, min(int(v.shape[2]) for v in metrics.values()), ""
