@@ -229,6 +229,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_run(command, extra, tmp_
     if reference is None:  # (only if the run ended before its first checkpoint)
         reference = start(command, [*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
     finish(reference)
+    print(f"{command} {' '.join(extra[:4])}: {kills} SIGKILLs, {mid_write} mid-checkpoint")
     assert kills >= 2, f"only {kills} kills landed before the run finished"
     assert mid_write >= 1, "no kill landed inside a checkpoint write"
     assert entries(ckpt_dir)[1] == [], "a temporary checkpoint folder was left behind"
