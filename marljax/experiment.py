@@ -1030,8 +1030,13 @@ def _write_outputs(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -
     """metrics.npz (`[G, S, U]`, atomically) and marl-eval metrics.json of a run directory."""
     exp = built.exp
     tmp = os.path.join(run_dir, "metrics.tmp.npz")
-    np.savez(tmp, **metrics)
-    os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
+    try:
+        np.savez(tmp, **metrics)
+        os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
+    except BaseException:  # e.g. no space: the previous metrics.npz stays, no partial file
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     S = metrics["episode_return"].shape[1]
     data: dict[str, Any] = {}
     for g, label in enumerate(_labels(built)):

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import jax.numpy as jnp
 import numpy as np
@@ -421,3 +422,34 @@ def test_a_failed_checkpoint_write_ends_the_process_promptly(tmp_path):
     assert sorted(os.listdir(tmp_path / "run" / "checkpoints")) == ["1"]
     with np.load(tmp_path / "run" / "metrics.npz") as m:  # written before the failed save
         assert m["episode_return"].shape[-1] == 2  # resume cuts it to checkpoint 1
+
+
+def test_no_space_while_writing_metrics_or_config_keeps_the_previous_file(tmp_path, monkeypatch):
+    """Two faults: the disk fills while config.json / metrics.npz are written. The error
+    propagates (naming the file), the previous file is kept and no temporary file is left."""
+    from marljax import experiment, results
+
+    def no_space(obj, f, **kwargs):  # half written, then the disk is full
+        f.write('{"a": ')
+        raise OSError(errno.ENOSPC, "No space left on device", f.name)
+
+    def no_space_npz(path, **arrays):
+        with open(path, "wb") as f:
+            f.write(b"PK\x03\x04 half")
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+    config = tmp_path / "config.json"
+    results.write_json(config, {"a": 1})
+    monkeypatch.setattr(results.json, "dump", no_space)
+    with pytest.raises(OSError, match="No space left.*config.json.tmp"):
+        results.write_json(config, {"a": 2})
+    monkeypatch.undo()
+    np.savez(tmp_path / "metrics.npz", x=np.arange(3))
+    monkeypatch.setattr(experiment.np, "savez", no_space_npz)
+    with pytest.raises(OSError, match="No space left.*metrics.tmp.npz"):
+        experiment._write_outputs(str(tmp_path), SimpleNamespace(exp=None), {"x": np.arange(4)})
+    monkeypatch.undo()
+    assert json.loads(config.read_text()) == {"a": 1}
+    with np.load(tmp_path / "metrics.npz") as m:
+        np.testing.assert_array_equal(m["x"], np.arange(3))
+    assert sorted(os.listdir(tmp_path)) == ["config.json", "metrics.npz"]
