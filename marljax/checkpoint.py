@@ -23,6 +23,10 @@ def _is_empty(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and 0 in tuple(x.shape)
 
 
+class CheckpointError(OSError):
+    """A checkpoint could not be written (the message names the directory and the cause)."""
+
+
 class Checkpointer:
     """Save and restore `RunnerState` pytrees under `directory/<update_idx>`.
 
@@ -33,11 +37,21 @@ class Checkpointer:
 
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2):
         self.directory = os.path.abspath(os.fspath(directory))
+        # Synchronous saves: `save` waits for every write anyway, and an error then surfaces in
+        # this thread at once (no background thread left waiting on a failed write).
         options = dict(max_to_keep=max_to_keep, create=True)
-        try:  # remove the temporary folders of saves that a killed process left behind
-            opts = ocp.CheckpointManagerOptions(**options, cleanup_tmp_directories=True)
-        except TypeError:  # older orbax: such folders are ignored (never listed) instead
-            opts = ocp.CheckpointManagerOptions(**options)
+        # cleanup_tmp_directories: remove the temporary folders of saves that a killed process
+        # left behind (an orbax without it ignores them: they are never listed).
+        for extra in (
+            {"enable_async_checkpointing": False, "cleanup_tmp_directories": True},
+            {"enable_async_checkpointing": False},
+            {},
+        ):
+            try:
+                opts = ocp.CheckpointManagerOptions(**options, **extra)
+                break
+            except TypeError:
+                continue
         self._manager = ocp.CheckpointManager(self.directory, options=opts)
 
     def save(self, step: int, state: Any) -> None:
@@ -48,8 +62,30 @@ class Checkpointer:
         empty arrays of its template back.
         """
         state = jax.tree.map(lambda x: _EMPTY if _is_empty(x) else x, state)
-        self._manager.save(int(step), args=ocp.args.StandardSave(state))
-        self._manager.wait_until_finished()
+        try:
+            self._manager.save(int(step), args=ocp.args.StandardSave(state))
+            self._manager.wait_until_finished()
+        except Exception as err:  # noqa: BLE001  (orbax raises OS, value and runtime errors)
+            self._remove_partial(int(step))
+            kept = self._manager.latest_step()
+            newest = "none" if kept is None else f"{kept}, which is intact"
+            raise CheckpointError(
+                f"Checkpoint {step} could not be written to {self.directory} "
+                f"({type(err).__name__}: {err}); its partial files were removed, the newest "
+                f"complete checkpoint is {newest}"
+            ) from err
+
+    def _remove_partial(self, step: int) -> None:
+        """Delete the temporary folder a failed save of `step` left (never a complete step)."""
+        import shutil
+
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return
+        for name in names:
+            if name.split(".")[0] == str(step) and "tmp" in name:  # never a finalised step
+                shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or None."""

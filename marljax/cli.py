@@ -385,6 +385,11 @@ def _read_experiment(path: str) -> dict:
             data = cfg.loads(f.read(), path)
     except FileNotFoundError:
         raise FileNotFoundError(f"--config {path}: no such file") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(
+            f"--config {path} is a directory; give a YAML/JSON file (for a run: "
+            f"{path.rstrip('/')}/config.json, or --resume {path})"
+        ) from None
     if "experiment" in data:
         from marljax.experiment import Experiment
 
@@ -681,6 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         TypeError,
         ValueError,
         OSError,  # permission, read-only, not a directory, no space: the message names the path
+        OverflowError,  # a size beyond what the program's integers hold
         NonFiniteError,
     ) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)

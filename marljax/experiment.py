@@ -323,6 +323,8 @@ class Built:
     hparams: Any  # stacked [G]
     settings: list[dict]
     trainer: Any
+    #: host bytes one run keeps between chunks: its state and every update's metrics.
+    host_bytes_per_run: int = 0
 
 
 def build(exp: Experiment) -> Built:
@@ -339,11 +341,36 @@ def build(exp: Experiment) -> Built:
         raise cfg.ConfigError(
             f"Invalid configuration for {exp.algo} on {exp.env} (agent {exp.agent}): {err}"
         ) from err
-    metrics = _metric_names(trainer, exp.base_hparams)
+    state, metrics = _run_shapes(trainer, exp.base_hparams)
     if exp.metric not in metrics:
-        raise cfg.unknown_key_error(exp.metric, metrics, "metric")
+        raise cfg.unknown_key_error(exp.metric, sorted(metrics), "metric")
     hparams = sweep.stack_settings(exp.base_hparams, exp.settings)
-    return Built(exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer)
+    nbytes = lambda tree: sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))  # noqa: E731
+    per_run = nbytes(state) + nbytes(metrics) * exp.train.num_updates
+    return Built(
+        exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer, per_run
+    )
+
+
+def check_host_memory(built: Built, available: int | None = None) -> None:
+    """Refuse `R = settings x seeds` runs whose states and metrics would not fit in the host's
+    memory, before anything is allocated (e.g. `--seeds 2000000000`).
+
+    Raises:
+      ConfigError: with the numbers and the knobs to turn.
+    """
+    exp = built.exp
+    runs = len(built.settings) * exp.seeds
+    need = runs * built.host_bytes_per_run
+    available = ex._host_available_bytes() if available is None else available
+    if need > available:
+        raise cfg.ConfigError(
+            f"{len(built.settings)} setting(s) x {exp.seeds:,} seeds = {runs:,} runs keep about "
+            f"{ex.fmt_bytes(need)} on the host ({ex.fmt_bytes(built.host_bytes_per_run)} of "
+            f"state and metrics per run), more than the {ex.fmt_bytes(available)} available. "
+            "Use fewer seeds or settings (several runs of the command), or fewer updates. "
+            "Nothing was run or written."
+        )
 
 
 def schedule_notes(built: Built) -> list[str]:
@@ -371,12 +398,12 @@ def schedule_notes(built: Built) -> list[str]:
     return notes
 
 
-def _metric_names(trainer: Any, hparams: Any) -> list[str]:
-    out = jax.eval_shape(
-        lambda k: trainer.run(trainer.init(k, hparams), hparams, None, 1)[1],
+def _run_shapes(trainer: Any, hparams: Any) -> tuple[Any, dict]:
+    """Shapes of one run's state and of one update's metrics (traced, nothing compiled)."""
+    return jax.eval_shape(
+        lambda k: trainer.run(trainer.init(k, hparams), hparams, None, 1),
         jax.ShapeDtypeStruct((2,), jnp.uint32),
     )
-    return sorted(out)
 
 
 def describe(built: Built, kind: str = "train") -> dict[str, Any]:
@@ -468,6 +495,7 @@ def run_experiment(
     built = exp if isinstance(exp, Built) else build(exp)
     exp = built.exp
     _check_loggers(exp.log)
+    check_host_memory(built)
     if jax.process_index() == 0:
         for note in schedule_notes(built):
             print(f"marljax: note: {note}", file=sys.stderr)
@@ -687,17 +715,24 @@ def _resume_point(ckpt: Checkpointer, built: Built, keys, hparams, run_dir: str)
         mesh=ex.make_mesh(exp.layout, exp.devices), layout=exp.layout,
     )  # fmt: skip
     metrics, covered, why = _read_metrics(run_dir)
+    if why:  # no metrics history at all: no checkpoint can be continued without a gap
+        raise ValueError(
+            f"Cannot resume {run_dir}: {why}, so none of its checkpoints "
+            f"({', '.join(map(str, steps))}) can be continued without a gap in the metrics. "
+            "Put back a copy of metrics.npz, or delete the checkpoints/ folder to train the run "
+            "again from update 0."
+        )
     skipped = []
     for step in steps:
         if step > covered:
-            skipped.append(
-                f"checkpoint {step}: " + (why or f"metrics.npz covers {covered} updates")
-            )
+            skipped.append(f"checkpoint {step}: metrics.npz covers {covered} updates")
             continue
         try:
             state = ckpt.restore(like, step)
         except ValueError as err:
-            skipped.append(f"checkpoint {step}: cannot be restored ({str(err).splitlines()[0]})")
+            first = str(err).splitlines()[0]
+            first = first if len(first) <= 160 else first[:160] + " ..."
+            skipped.append(f"checkpoint {step}: cannot be restored ({first})")
             continue
         for note in skipped:
             print(f"marljax: resume: skipped {note}", file=sys.stderr)
@@ -723,7 +758,7 @@ def _finite_check(built: Built, ckpt: Any) -> Callable:
         u, what, r = bad
         g, s_ = divmod(r, exp.seeds)
         setting = built.settings[g]
-        label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the default hparams"
+        label = _setting_label({**exp.hparams, **setting}) or "the default hparams"
         c = ckpt() if callable(ckpt) else ckpt
         kept = c.latest_step() if c is not None else None
         where = (f"the newest checkpoint (update {kept}) is left as it was" if kept is not None
@@ -739,14 +774,43 @@ def _finite_check(built: Built, ckpt: Any) -> Callable:
     return check
 
 
+def _setting_label(hparams: dict) -> str:
+    """`lr=1e+30, ent_coef=0.01`: the hparams a run was given (overrides and its setting)."""
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in hparams.items()
+    )
+
+
 #: Metrics that are NaN by design in an update where no episode finished.
 _EPISODE_METRICS = ("episode_return", "episode_return_per_agent", "episode_length")
 
 
 def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """`[R, U]` bool per metric, True = finite (episode statistics of an update in which no
-    episode ended are NaN by design and count as finite)."""
-    no_episode = np.asarray(metrics["num_episodes"]) == 0 if "num_episodes" in metrics else None
+    """`[R, U]` bool per metric, True = finite.
+
+    NaN by design counts as finite: episode statistics (`episode_return`, ..., and per-episode
+    `group/name` metrics) of an update in which no episode ended (`num_episodes == 0`), and
+    every `eval/...` metric of an update without an evaluation (all of them NaN) or whose
+    evaluation ended no episode.
+    """
+    from marljax.train import EVAL_PREFIX
+
+    def all_nan(x) -> np.ndarray:
+        x = np.asarray(x)
+        return np.isnan(x.reshape(*x.shape[:2], -1)).all(-1)
+
+    def no_episode(prefix: str) -> np.ndarray | None:
+        """`[R, U]`: updates in which this group of metrics saw no episode."""
+        count = metrics.get(prefix + "num_episodes")
+        if count is None:
+            return None
+        none = np.asarray(count, np.float64) == 0
+        if prefix:  # no evaluation in the update: every one of its metrics is NaN
+            group = [all_nan(v) for k, v in metrics.items() if k.startswith(prefix)]
+            none = none | np.logical_and.reduce(group)
+        return none
+
+    none = {"": no_episode(""), EVAL_PREFIX: no_episode(EVAL_PREFIX)}
     out = {}
     for name, x in metrics.items():
         x = np.asarray(x)
@@ -756,8 +820,11 @@ def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if np.issubdtype(x.dtype, np.inexact)
             else np.ones(x.shape[:2], bool)
         )
-        if no_episode is not None and (name in _EPISODE_METRICS or "/" in name):
-            ok = ok | (no_episode & np.isnan(flat).all(-1))
+        prefix = EVAL_PREFIX if name.startswith(EVAL_PREFIX) else ""
+        rest = name[len(prefix) :]
+        per_episode = rest in _EPISODE_METRICS or "/" in rest or (prefix and rest == "num_episodes")
+        if per_episode and none[prefix] is not None:
+            ok = ok | (none[prefix] & np.isnan(flat).all(-1))
         out[name] = ok
     return out
 
@@ -882,7 +949,9 @@ def _read_metrics(run_dir: str) -> tuple[dict[str, np.ndarray], int, str]:
     except FileNotFoundError:
         return {}, 0, "metrics.npz is missing"
     except Exception as err:  # noqa: BLE001  (a damaged file: zip, pickle or value errors)
-        return {}, 0, f"metrics.npz cannot be read ({type(err).__name__}: {err})"
+        text = str(err).splitlines()[0] if str(err) else ""
+        text = text if len(text) <= 120 else text[:120] + " ..."
+        return {}, 0, f"metrics.npz cannot be read ({type(err).__name__}: {text})"
     if not metrics:
         return {}, 0, "metrics.npz is empty"
     return metrics, min(int(v.shape[2]) for v in metrics.values()), ""
@@ -961,8 +1030,13 @@ def _write_outputs(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -
     """metrics.npz (`[G, S, U]`, atomically) and marl-eval metrics.json of a run directory."""
     exp = built.exp
     tmp = os.path.join(run_dir, "metrics.tmp.npz")
-    np.savez(tmp, **metrics)
-    os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
+    try:
+        np.savez(tmp, **metrics)
+        os.replace(tmp, os.path.join(run_dir, "metrics.npz"))
+    except BaseException:  # e.g. no space: the previous metrics.npz stays, no partial file
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     S = metrics["episode_return"].shape[1]
     data: dict[str, Any] = {}
     for g, label in enumerate(_labels(built)):

@@ -13,6 +13,7 @@ episode finished are left out).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -77,11 +78,17 @@ def _export_name(m: str) -> str:
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
+    """Write JSON atomically (temporary file, then rename); on an error (e.g. no space) the
+    temporary file is removed and `path` keeps its previous content."""
     tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def read_marl_eval(path: str | os.PathLike) -> dict[str, Any]:

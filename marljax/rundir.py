@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,6 +54,7 @@ def refuse_taken(run_dir: str) -> None:
     `NotADirectoryError` if it is a file: checked before compiling a new run."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise NotADirectoryError(f"{run_dir} is a file, not a run directory")
+    _check_writable(run_dir)
     if os.path.isdir(run_dir):
         found = sorted(n for n in os.listdir(run_dir) if n in RUN_FILES)
         if found:
@@ -91,6 +93,23 @@ def check(run_dir: str, kind: str) -> dict[str, Any]:
             "upgrade marljax to read it"
         )
     return manifest
+
+
+def _check_writable(run_dir: str) -> None:
+    """Refuse a run directory that could not be created, before anything is compiled: an
+    ancestor that is a file, or a folder that refuses a write (permission, read-only file
+    system, no space). The nearest existing ancestor gets a probe folder, removed at once."""
+    parent = os.path.abspath(run_dir)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise NotADirectoryError(f"cannot create {run_dir}: {parent} is a file, not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".marljax-probe-", dir=parent))
+    except OSError as err:
+        raise type(err)(
+            f"cannot create {run_dir}: {parent} refuses writes ({err.strerror or err})"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ import jax
 import numpy as np
 import pytest
 
+import marljax
 from marljax.checkpoint import Checkpointer
 
 UPDATES = 12  # one checkpoint per update: many chances to die inside a write
@@ -41,6 +42,9 @@ COMMON = [
     "chunk_updates=1",
     "--no-progress",
 ]
+# A continuous-action particle env, one seed, no in-training evaluation: the smallest program.
+CONTINUOUS = ["--env", "particle/simple_spread-v0", "--set", "env.continuous=true"]
+CONTINUOUS += ["--seeds", "1", "--set", "hidden_sizes=8", "--set", "eval_interval=0"]
 # (id, command, extra arguments): one entry per agent.
 CASES = [
     (
@@ -75,21 +79,49 @@ CASES = [
             "sequence_len=4",
         ],
     ),  # fmt: skip
+    (  # continuous actions: the [E, A, 0] action mask is an empty leaf of the checkpoint
+        "mappo-continuous",
+        "train",
+        [*CONTINUOUS, "--algo", "mappo", "--set", "num_minibatches=1", "--set", "num_epochs=1"],
+    ),
+    (  # off-policy continuous: the replay buffer (with its empty mask leaves) is checkpointed
+        "hasac-continuous",
+        "train",
+        [
+            *CONTINUOUS,
+            "--algo",
+            "hasac",
+            "--set",
+            "warmup_steps=16",
+            "--set",
+            "batch_size=8",
+            "--set",
+            "buffer_size=64",
+            "--set",
+            "n_step=2",
+        ],
+    ),  # fmt: skip
 ]
 # When each kill lands, once the process has written a new checkpoint: "write" as soon as the
 # next checkpoint's temporary folder appears (mid-write); a number, that many seconds (plus a
 # random fraction) later.
 KILL_PLAN = ["write", 0.0, "write"]
+# The continuous-action cases compile the largest programs: two kills (one mid-write) each.
+SHORT_PLAN = ["write", 0.0]
+PLANS = {"mappo-continuous": SHORT_PLAN, "hasac-continuous": SHORT_PLAN}
 TIMEOUT = 240  # seconds for any single wait (a hang fails instead of eating the CI budget)
 
 
 def start(command: str, args: list[str], cwd) -> subprocess.Popen:
-    # Run outside the repository so that the installed marljax is imported. The processes share
+    # Run outside the repository, importing the marljax that this test imports. The processes share
     # a persistent compilation cache (as a user's resumed runs would): a resumed process loads
     # the compiled program instead of compiling it again. It changes no result (the program is
     # the same), only the test's time.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(marljax.__file__)))
+    path = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {
         **os.environ,
+        "PYTHONPATH": os.pathsep.join(path),  # the marljax this test imports
         "JAX_PLATFORMS": "cpu",
         "JAX_COMPILATION_CACHE_DIR": str(cwd / "jax_cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
@@ -154,15 +186,20 @@ def final_state(run_dir) -> dict:
     return {"state": jax.tree.map(np.asarray, state), "metrics": metrics}
 
 
-@pytest.mark.parametrize(("command", "extra"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_killed_and_resumed_run_equals_an_uninterrupted_run(command, extra, tmp_path):
+@pytest.mark.parametrize(("case", "command", "extra"), CASES, ids=[c[0] for c in CASES])
+def test_killed_and_resumed_run_equals_an_uninterrupted_run(case, command, extra, tmp_path):
     rng = random.Random(0)  # the kill plan's random delays (the timing itself is the OS's)
     out = tmp_path / "runs"
-    reference = start(command, [*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
     run_dir, ckpt_dir = out / "cut", out / "cut" / "checkpoints"
     proc = start(command, [*COMMON, *extra, "--out", str(out), "--name", "cut"], tmp_path)
+    reference = None
     kills, mid_write = 0, 0
-    for plan in KILL_PLAN:
+    for plan in PLANS.get(case, KILL_PLAN):
+        if reference is None and wait_for(lambda: newest(ckpt_dir) > 0, proc, "a checkpoint"):
+            # The program is compiled and cached by now: the reference loads it.
+            reference = start(
+                command, [*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path
+            )
         # First some progress of this process: a new complete checkpoint.
         before = entries(ckpt_dir)[0]
         last = before[-1] if before else 0
@@ -192,7 +229,10 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_run(command, extra, tmp_
             assert all(tmp_step(n) > (latest or 0) for n in tmp)
         proc = start(command, ["--resume", str(run_dir), "--no-progress"], tmp_path)
     finish(proc)
+    if reference is None:  # (only if the run ended before its first checkpoint)
+        reference = start(command, [*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
     finish(reference)
+    print(f"{case}: {kills} SIGKILLs, {mid_write} mid-checkpoint")
     assert kills >= 2, f"only {kills} kills landed before the run finished"
     assert mid_write >= 1, "no kill landed inside a checkpoint write"
     assert entries(ckpt_dir)[1] == [], "a temporary checkpoint folder was left behind"

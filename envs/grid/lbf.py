@@ -639,6 +639,11 @@ def validate_config(height: int, width: int, num_agents: int, num_food: int, sig
         raise ValueError(
             f"LBF needs num_agents >= 1 and num_food >= 1, got {num_agents}, {num_food}"
         )
+    if height * width >= 2**31:
+        raise ValueError(
+            f"LBF grid {height}x{width} has {height * width:,} cells, more than int32 cell "
+            "indices hold (< 2,147,483,648); use a smaller grid_size"
+        )
     if num_agents + num_food > height * width:
         raise ValueError(
             f"LBF: {num_agents} agents + {num_food} food = {num_agents + num_food} items do not "
