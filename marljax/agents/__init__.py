@@ -23,6 +23,8 @@ from marljax.agents.ppo.presets import PRESETS as _PPO_PRESETS
 from marljax.agents.presets import Preset, offered, preset
 from marljax.agents.qlearning import PRESETS as _Q_PRESETS
 from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
+from marljax.agents.qtran import PRESETS as _QTRAN_PRESETS
+from marljax.agents.qtran import QTRANConfig, QTRANHParams, make_qtran, qtran
 from marljax.agents.sac import PRESETS as _SAC_PRESETS
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
 
@@ -119,6 +121,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "QMIX: monotonic hypernetwork mixing of per-agent values on the global state.",
         presets=offered(_Q_PRESETS, {"mixer": "qmix"}),
     ),
+    "qtran": AlgoSpec(
+        "qtran",
+        QTRANConfig,
+        QTRANHParams,
+        make_qtran,
+        {"mixer": "qtran"},
+        "QTRAN-base: greedy per-agent utilities made a factorization of a joint Q_jt(s, u) by "
+        "two constraint losses; no monotonicity (Son et al. 2019).",
+        presets=_QTRAN_PRESETS,
+    ),
     "mfpg": AlgoSpec(
         "mfpg",
         MFPGConfig,
@@ -171,6 +183,8 @@ __all__ = [
     "Preset",
     "QConfig",
     "QHParams",
+    "QTRANConfig",
+    "QTRANHParams",
     "SACConfig",
     "SACHParams",
     "Trajectory",
@@ -181,11 +195,13 @@ __all__ = [
     "ippo",
     "make_ppo",
     "make_q_learner",
+    "make_qtran",
     "make_sac",
     "maa2c",
     "mappo",
     "masac",
     "preset",
     "qmix",
+    "qtran",
     "vdn",
 ]

@@ -3,6 +3,7 @@ off-policy update (`marljax.agents.offpolicy`) into an `Agent`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -87,8 +88,16 @@ def to_items(nets: QNetworks, traj: Trajectory) -> dict[str, Any]:
     return items
 
 
-def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
-    """The learner's loss on a replay batch: unroll the networks, then `loss.mixed_td_loss`."""
+def unroll(nets: QNetworks, params, target_params, batch):
+    """Unroll the online and target agent networks over a replay batch (time-major outputs).
+
+    Returns:
+      `(b, q, q_next_target, q_next_online)`: `b` the batch without the carry, time-major
+      (leaves `[L, B, ...]`); `q [L, B, A, N]` the online values of the observed steps;
+      `q_next_target [L, B, A, N]` the target network's values of the observations after each
+      step (no gradient); `q_next_online` the online ones (no gradient; None unless
+      `config.double_q`).
+    """
     config = nets.config
     b = jax.tree.map(
         lambda x: jnp.swapaxes(x, 0, 1), {k: v for k, v in batch.items() if k != "carry"}
@@ -96,7 +105,6 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
     x, x_next = nets.inputs(b["obs"]), nets.inputs(b["next_obs"])  # [L, B, A, D]
     carry0 = batch["carry"]  # [B, A, H]
     _, (q, hidden) = nets.apply_agents(params["agent"], carry0, x, b["reset"])
-    chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
     target_agent = jax.lax.stop_gradient(target_params["agent"])
     q_next_online = None
     if config.recurrent:
@@ -111,6 +119,14 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
         q_next_t = nets.next_step_q(target_agent, hidden, x_next)
         if config.double_q:
             q_next_online = nets.next_step_q(params["agent"], hidden, x_next)
+    return b, q, q_next_t, q_next_online
+
+
+def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
+    """The learner's loss on a replay batch: `unroll` the networks, then `loss.mixed_td_loss`."""
+    config = nets.config
+    b, q, q_next_t, q_next_online = unroll(nets, params, target_params, batch)
+    chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
     v_next = qloss.double_q_values(q_next_t, q_next_online, b["next_mask"])  # [L, B, A]
     mix_tm1 = mix_t = None
     if config.mixer != "none":
@@ -133,13 +149,16 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
     )
 
 
-def gradient_step(nets: QNetworks, hp: QHParams, data_axis: str | None, carry, batch, key):
-    """One optimiser step on a replay batch, then the target-network update."""
+def gradient_step(
+    nets: QNetworks, hp: QHParams, data_axis: str | None, carry, batch, key, loss=loss_fn
+):
+    """One optimiser step of `loss(nets, params, target_params, batch, hp)` on a replay batch,
+    then the target-network update."""
     del key  # the loss is deterministic given the batch
     config = nets.config
     params, target_params, opt_state, grad_steps = carry
     (_, metrics), grads = jax.value_and_grad(
-        lambda p: loss_fn(nets, p, target_params, batch, hp), has_aux=True
+        lambda p: loss(nets, p, target_params, batch, hp), has_aux=True
     )(params)
     grads = common.data_mean(grads, data_axis)
     tx = make_optimizer(config, hp, grad_steps)
@@ -173,6 +192,9 @@ def make_q_learner(
     env_params: EnvParams | None = None,
     *,
     data_axis: str | None = None,
+    networks: QNetworks | None = None,
+    loss: Callable[..., tuple[Array, dict]] = loss_fn,
+    metric_names: tuple[str, ...] = ("loss", "q_taken", "target_mean"),
 ) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
 
@@ -186,6 +208,13 @@ def make_q_learner(
         own environments and samples its share of every batch; gradients are averaged over the
         axis and the environment-step counter (epsilon schedule, `learning_starts`) counts
         every device's steps.
+      networks: the agent network and mixer (default `make_q_networks(config, env,
+        env_params)`); a learner with other critics (e.g. QTRAN's joint networks) passes its
+        own `QNetworks` subclass, whose `init` adds their parameters under `"mixer"` (and
+        replaces `data_parallel`, which rebuilds the default learner).
+      loss: `loss(networks, params, target_params, batch, hparams) -> (loss, metrics)` on a
+        replay batch (default `loss_fn`, the IQL / VDN / QMIX TD loss).
+      metric_names: the scalar metrics `loss` returns (zeros before learning starts).
 
     Returns:
       An `Agent`. `act` is epsilon-greedy, or the masked argmax of Q with `greedy=True`; its
@@ -198,7 +227,7 @@ def make_q_learner(
         longer than the episode cap.
     """
     env_params = env.default_params() if env_params is None else env_params
-    nets = make_q_networks(config, env, env_params)
+    nets = make_q_networks(config, env, env_params) if networks is None else networks
     max_steps, L = int(env_params.max_steps), int(config.sequence_len)
     if L > max_steps:
         raise ValueError(
@@ -254,10 +283,8 @@ def make_q_learner(
             env_steps=env_steps,
             learning_starts=config.learning_starts,
             num_steps=config.gradient_steps,
-            gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k),
-            zero_metrics=lambda: dict.fromkeys(
-                ("loss", "q_taken", "target_mean", "grad_norm"), jnp.float32(0.0)
-            ),
+            gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k, loss),
+            zero_metrics=lambda: dict.fromkeys((*metric_names, "grad_norm"), jnp.float32(0.0)),
         )
         metrics["epsilon"] = epsilon(hparams, state.env_steps)
         new_state = QState(
@@ -288,9 +315,9 @@ def make_q_learner(
 
 
 def _agent_params(config: QConfig, state: QState) -> AgentParams:
-    """The agent Q-network's parameters (policy) and the QMIX mixer's (critic; None without)."""
-    mixer = state.params["mixer"] if config.mixer == "qmix" else None
-    return AgentParams(policy=state.params["agent"], critic=mixer)
+    """The agent Q-network's parameters (policy) and the mixer's (critic; None without one)."""
+    del config
+    return AgentParams(policy=state.params["agent"], critic=state.params["mixer"] or None)
 
 
 def iql(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
