@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from marljax.agents.base import Agent, Observation, Trajectory
+from marljax.agents.coma import PRESETS as _COMA_PRESETS
+from marljax.agents.coma import COMAConfig, COMAHParams, coma, make_coma
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
 from marljax.agents.ppo import (
     A2C_OVERRIDES,
@@ -94,6 +96,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "configured as A2C).",
         presets=_PPO_PRESETS["maa2c"],
     ),
+    "coma": AlgoSpec(
+        "coma",
+        COMAConfig,
+        COMAHParams,
+        make_coma,
+        {},
+        "COMA: decentralised actors trained with a counterfactual baseline from a centralised "
+        "critic over the joint action (Foerster et al. 2018).",
+        presets=_COMA_PRESETS,
+    ),
     "iql": AlgoSpec(
         "iql",
         QConfig,
@@ -177,6 +189,8 @@ __all__ = [
     "ALGORITHMS",
     "Agent",
     "AlgoSpec",
+    "COMAConfig",
+    "COMAHParams",
     "Observation",
     "PPOConfig",
     "PPOHParams",
@@ -189,15 +203,17 @@ __all__ = [
     "SACHParams",
     "Trajectory",
     "algo_spec",
+    "coma",
     "hasac",
     "ia2c",
     "iql",
     "ippo",
+    "maa2c",
+    "make_coma",
     "make_ppo",
     "make_q_learner",
     "make_qtran",
     "make_sac",
-    "maa2c",
     "mappo",
     "masac",
     "preset",
