@@ -84,7 +84,7 @@ def counterfactual_advantage(q: Array, pi: Array, actions: Array) -> Array:
 def coma_actor_loss(
     log_prob: Array, advantages: Array, entropy: Array, *, ent_coef: Array | float = 0.0
 ) -> tuple[Array, dict[str, Array]]:
-    """The actor's policy-gradient loss with the counterfactual advantage:
+    """The actor's policy-gradient loss with the counterfactual advantage.
 
         L_pi = -mean(log pi_a(u_a | tau_a) * A_a) - ent_coef * mean(entropy).
 

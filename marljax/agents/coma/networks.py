@@ -36,7 +36,7 @@ def default_networks(config: COMAConfig, num_actions: int) -> COMANetworks:
 
 
 def critic_inputs(state: Array, obs: Array, actions: Array, num_actions: int) -> Array:
-    """COMA's critic input for every agent:
+    """COMA's critic input for every agent: state, observation, the others' actions, its id.
 
         x_a = [s, o_a, onehot(u_1), ..., onehot(u_A) with onehot(u_a) zeroed, onehot(a)].
 

@@ -32,7 +32,7 @@ Array = jax.Array
 
 
 def opt_loss(q_sum_greedy: Array, q_jt_greedy: Array, v: Array) -> Array:
-    """L_opt, the equality constraint at the greedy joint action:
+    """L_opt, the equality constraint at the greedy joint action (Son et al. 2019, eq. 7).
 
         L_opt = mean((Q'_jt(s, u_bar) - stop_gradient(Q_jt(s, u_bar)) + V_jt(s))^2).
 
@@ -49,7 +49,7 @@ def opt_loss(q_sum_greedy: Array, q_jt_greedy: Array, v: Array) -> Array:
 
 
 def nopt_loss(q_sum_taken: Array, q_jt_taken: Array, v: Array) -> Array:
-    """L_nopt, the inequality constraint at the taken joint action (penalises only violations):
+    """L_nopt, the inequality constraint at the taken joint action (only violations count).
 
         L_nopt = mean(min(Q'_jt(s, u) - stop_gradient(Q_jt(s, u)) + V_jt(s), 0)^2).
 
@@ -77,7 +77,7 @@ def qtran_loss(
     opt_weight: Array | float = 1.0,
     nopt_weight: Array | float = 1.0,
 ) -> tuple[Array, dict[str, Array]]:
-    """QTRAN-base's total loss, `L = L_td + opt_weight * L_opt + nopt_weight * L_nopt`:
+    """QTRAN-base's total loss, `L = L_td + opt_weight * L_opt + nopt_weight * L_nopt`.
 
         L_td = mean((Q_jt(s, u) - y)^2),   y = r + gamma * Q_jt^target(s', u_bar')
                                               (or an n-step / lambda return; no gradient),
