@@ -22,6 +22,8 @@ from marljax.agents.ppo import (
     mappo,
 )
 from marljax.agents.ppo.presets import PRESETS as _PPO_PRESETS
+from marljax.agents.pqn import PRESETS as _PQN_PRESETS
+from marljax.agents.pqn import PQNConfig, PQNHParams, make_pqn_vdn, pqn_vdn
 from marljax.agents.presets import Preset, offered, preset
 from marljax.agents.qlearning import PRESETS as _Q_PRESETS
 from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
@@ -143,6 +145,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "two constraint losses; no monotonicity (Son et al. 2019).",
         presets=_QTRAN_PRESETS,
     ),
+    "pqn_vdn": AlgoSpec(
+        "pqn_vdn",
+        PQNConfig,
+        PQNHParams,
+        make_pqn_vdn,
+        {},
+        "PQN-VDN: parallel Q-learning without replay or target network, layer-normalised "
+        "Q-network, Q(lambda) targets of the VDN sum (Gallici et al. 2024; JaxMARL).",
+        presets=_PQN_PRESETS,
+    ),
     "mfpg": AlgoSpec(
         "mfpg",
         MFPGConfig,
@@ -194,6 +206,8 @@ __all__ = [
     "Observation",
     "PPOConfig",
     "PPOHParams",
+    "PQNConfig",
+    "PQNHParams",
     "Preset",
     "QConfig",
     "QHParams",
@@ -210,12 +224,14 @@ __all__ = [
     "ippo",
     "maa2c",
     "make_coma",
+    "make_pqn_vdn",
     "make_ppo",
     "make_q_learner",
     "make_qtran",
     "make_sac",
     "mappo",
     "masac",
+    "pqn_vdn",
     "preset",
     "qmix",
     "qtran",

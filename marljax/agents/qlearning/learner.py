@@ -27,6 +27,21 @@ def epsilon(hparams: QHParams, env_steps: Array) -> Array:
     return hparams.eps_start + frac * (hparams.eps_finish - hparams.eps_start)
 
 
+def epsilon_greedy(key: Array, q: Array, mask: Array, eps: Array | None) -> Array:
+    """Epsilon-greedy actions `[...]` int32 from `q [..., N]` over legal actions (`mask`).
+
+    With probability `eps` an action uniform over the legal ones, else the masked argmax of
+    `q`; `eps=None` (static) is the greedy policy.
+    """
+    best = qloss.masked_argmax(q, mask)
+    if eps is None:
+        return best.astype(jnp.int32)
+    key_explore, key_random = jax.random.split(key)
+    random = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
+    explore = jax.random.uniform(key_explore, best.shape) < eps
+    return jnp.where(explore, random, best).astype(jnp.int32)
+
+
 def make_optimizer(config: QConfig, hp: QHParams, grad_steps: Array):
     """`common.make_optimizer` with the learner's optimiser and its linear lr decay."""
     lr = hp.lr
@@ -256,17 +271,8 @@ def make_q_learner(
             observation.reset[None],
         )
         q = q[0]  # [E, A, N]
-        mask = observation.action_mask
-        best = qloss.masked_argmax(q, mask)
-        if greedy:
-            actions = best.astype(jnp.int32)
-        else:
-            key_explore, key_random = jax.random.split(key)
-            random = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
-            explore = jax.random.uniform(key_explore, best.shape) < epsilon(
-                hparams, state.env_steps
-            )
-            actions = jnp.where(explore, random, best).astype(jnp.int32)
+        eps = None if greedy else epsilon(hparams, state.env_steps)
+        actions = epsilon_greedy(key, q, observation.action_mask, eps)
         if not config.recurrent:
             new_carry = carry
         return actions, new_carry, {"q": q, "carry": carry}
@@ -335,4 +341,4 @@ def qmix(env: Environment, env_params: EnvParams | None = None, **config: Any) -
     return make_q_learner(QConfig(mixer="qmix", **config), env, env_params)
 
 
-__all__ = ["epsilon", "iql", "make_q_learner", "qmix", "vdn"]
+__all__ = ["epsilon", "epsilon_greedy", "iql", "make_q_learner", "qmix", "vdn"]
