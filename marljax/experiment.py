@@ -745,8 +745,11 @@ _EPISODE_METRICS = ("episode_return", "episode_return_per_agent", "episode_lengt
 
 def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """`[R, U]` bool per metric, True = finite (episode statistics of an update in which no
-    episode ended are NaN by design and count as finite)."""
+    episode ended, and `eval/` metrics of an update without a greedy evaluation, are NaN by
+    design and count as finite)."""
     no_episode = np.asarray(metrics["num_episodes"]) == 0 if "num_episodes" in metrics else None
+    evals = metrics.get("eval/num_episodes")
+    no_eval = None if evals is None else np.isnan(np.asarray(evals, np.float64))
     out = {}
     for name, x in metrics.items():
         x = np.asarray(x)
@@ -758,6 +761,8 @@ def _metric_flags(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         )
         if no_episode is not None and (name in _EPISODE_METRICS or "/" in name):
             ok = ok | (no_episode & np.isnan(flat).all(-1))
+        if no_eval is not None and name.startswith("eval/"):
+            ok = ok | (no_eval & np.isnan(flat).all(-1))
         out[name] = ok
     return out
 
