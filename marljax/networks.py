@@ -90,21 +90,23 @@ class MLP(nn.Module):
       activation: name of the activation (see `activation`).
       out_dim: size of a final linear layer (None: no output layer).
       out_scale: orthogonal scale of the output layer.
+      layer_norm: normalise each hidden layer's pre-activations (`nn.LayerNorm`), as PQN does
+        (Gallici et al. 2024).
     """
 
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     out_dim: int | None = None
     out_scale: float = 1.0
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, x: Array) -> Array:
         act = activation(self.activation)
         gain = jnp.sqrt(2.0)
         for width in self.hidden_sizes:
-            x = act(
-                nn.Dense(width, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)(x)
-            )
+            x = nn.Dense(width, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)(x)
+            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
         if self.out_dim is not None:
             x = nn.Dense(
                 self.out_dim,

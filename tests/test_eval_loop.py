@@ -86,6 +86,24 @@ def test_auto_eval_interval_and_bad_budget():
         TrainConfig(eval_interval=-2)
 
 
+def test_updates_without_an_evaluation_are_not_non_finite():
+    """`eval/` metrics are NaN at updates without a greedy evaluation, also when training
+    episodes ended there; a NaN inside an evaluation still counts."""
+    from marljax.experiment import finite_runs
+
+    nan = np.nan
+    metrics = {
+        "episode_return": np.array([[[1.0, 2.0, 3.0]]]),  # [G, S, U]: episodes end every update
+        "num_episodes": np.array([[[4, 4, 4]]]),
+        "eval/num_episodes": np.array([[[nan, nan, 16.0]]]),
+        "eval/episode_return": np.array([[[nan, nan, 5.0]]]),
+    }
+    params = {"w": np.zeros((1, 1, 2))}
+    assert finite_runs(metrics, params).all()
+    metrics["eval/episode_return"] = np.array([[[nan, nan, nan]]])  # evaluated, got NaN
+    assert not finite_runs(metrics, params).any()
+
+
 # ----------------------------------------------------------------------------- loggers
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from marljax.agents.base import Agent, Observation, Trajectory
+from marljax.agents.coma import PRESETS as _COMA_PRESETS
+from marljax.agents.coma import COMAConfig, COMAHParams, coma, make_coma
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
 from marljax.agents.ppo import (
     A2C_OVERRIDES,
@@ -20,9 +22,13 @@ from marljax.agents.ppo import (
     mappo,
 )
 from marljax.agents.ppo.presets import PRESETS as _PPO_PRESETS
+from marljax.agents.pqn import PRESETS as _PQN_PRESETS
+from marljax.agents.pqn import PQNConfig, PQNHParams, make_pqn_vdn, pqn_vdn
 from marljax.agents.presets import Preset, offered, preset
 from marljax.agents.qlearning import PRESETS as _Q_PRESETS
 from marljax.agents.qlearning import QConfig, QHParams, iql, make_q_learner, qmix, vdn
+from marljax.agents.qtran import PRESETS as _QTRAN_PRESETS
+from marljax.agents.qtran import QTRANConfig, QTRANHParams, make_qtran, qtran
 from marljax.agents.sac import PRESETS as _SAC_PRESETS
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
 
@@ -92,6 +98,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "configured as A2C).",
         presets=_PPO_PRESETS["maa2c"],
     ),
+    "coma": AlgoSpec(
+        "coma",
+        COMAConfig,
+        COMAHParams,
+        make_coma,
+        {},
+        "COMA: decentralised actors trained with a counterfactual baseline from a centralised "
+        "critic over the joint action (Foerster et al. 2018).",
+        presets=_COMA_PRESETS,
+    ),
     "iql": AlgoSpec(
         "iql",
         QConfig,
@@ -118,6 +134,26 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"mixer": "qmix"},
         "QMIX: monotonic hypernetwork mixing of per-agent values on the global state.",
         presets=offered(_Q_PRESETS, {"mixer": "qmix"}),
+    ),
+    "qtran": AlgoSpec(
+        "qtran",
+        QTRANConfig,
+        QTRANHParams,
+        make_qtran,
+        {"mixer": "qtran"},
+        "QTRAN-base: greedy per-agent utilities made a factorization of a joint Q_jt(s, u) by "
+        "two constraint losses; no monotonicity (Son et al. 2019).",
+        presets=_QTRAN_PRESETS,
+    ),
+    "pqn_vdn": AlgoSpec(
+        "pqn_vdn",
+        PQNConfig,
+        PQNHParams,
+        make_pqn_vdn,
+        {},
+        "PQN-VDN: parallel Q-learning without replay or target network, layer-normalised "
+        "Q-network, Q(lambda) targets of the VDN sum (Gallici et al. 2024; JaxMARL).",
+        presets=_PQN_PRESETS,
     ),
     "mfpg": AlgoSpec(
         "mfpg",
@@ -165,27 +201,39 @@ __all__ = [
     "ALGORITHMS",
     "Agent",
     "AlgoSpec",
+    "COMAConfig",
+    "COMAHParams",
     "Observation",
     "PPOConfig",
     "PPOHParams",
+    "PQNConfig",
+    "PQNHParams",
     "Preset",
     "QConfig",
     "QHParams",
+    "QTRANConfig",
+    "QTRANHParams",
     "SACConfig",
     "SACHParams",
     "Trajectory",
     "algo_spec",
+    "coma",
     "hasac",
     "ia2c",
     "iql",
     "ippo",
+    "maa2c",
+    "make_coma",
+    "make_pqn_vdn",
     "make_ppo",
     "make_q_learner",
+    "make_qtran",
     "make_sac",
-    "maa2c",
     "mappo",
     "masac",
+    "pqn_vdn",
     "preset",
     "qmix",
+    "qtran",
     "vdn",
 ]

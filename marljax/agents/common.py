@@ -140,7 +140,26 @@ __all__ = [
     "data_mean",
     "data_shards",
     "make_optimizer",
+    "shuffled_minibatches",
 ]
+
+
+def shuffled_minibatches(key: Array, tree: Any, num_minibatches: int) -> Any:
+    """Shuffle the leading axis of every leaf and split it into `num_minibatches` minibatches.
+
+    Args:
+      key: the permutation's key (one permutation for every leaf, so samples stay aligned).
+      tree: leaves `[n, ...]` with one `n`, divisible by `num_minibatches`.
+      num_minibatches: `M` (static).
+
+    Returns:
+      `tree` with leaves `[M, n / M, ...]` (scan over the leading axis for one epoch).
+    """
+    n = jax.tree.leaves(tree)[0].shape[0]
+    perm = jax.random.permutation(key, n)
+    return jax.tree.map(
+        lambda x: x[perm].reshape(num_minibatches, n // num_minibatches, *x.shape[1:]), tree
+    )
 
 
 def data_mean(tree: Any, axis_name: str | None) -> Any:

@@ -4,7 +4,7 @@ value-based learner (IQL / VDN / QMIX)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import jax
 from flax import struct
@@ -107,8 +107,11 @@ class QConfig:
         "mean", help='how VDN/QMIX turn per-agent rewards into the team reward: "mean" or "sum".'
     )
 
+    #: the values `mixer` may take (a learner built on this config may allow its own)
+    MIXERS: ClassVar[tuple[str, ...]] = ("none", "vdn", "qmix")
+
     def __post_init__(self):
-        _choice("mixer", self.mixer, ("none", "vdn", "qmix"))
+        _choice("mixer", self.mixer, self.MIXERS)
         common.check_parameter_mode(self.parameter_mode)
         _choice("target", self.target, ("one_step", "n_step", "lambda"))
         _choice("target_update", self.target_update, ("hard", "polyak"))

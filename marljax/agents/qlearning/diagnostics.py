@@ -38,7 +38,8 @@ def q_table(
 
     Returns:
       `{"q": [A, N] per-agent values, "q_tot": [N] * A joint table}` as numpy arrays (for IQL,
-      `q_tot` is the sum of the agents' values, shown for comparison).
+      `q_tot` is the sum of the agents' values, shown for comparison; for QTRAN it is the sum of
+      the utilities the agents act on, not its joint network `Q_jt`).
     """
     if agent_config.recurrent:
         raise ValueError("q_table needs a feed-forward agent (recurrent=False)")

@@ -3,6 +3,7 @@ off-policy update (`marljax.agents.offpolicy`) into an `Agent`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -24,6 +25,21 @@ def epsilon(hparams: QHParams, env_steps: Array) -> Array:
     """Linear epsilon schedule from `eps_start` to `eps_finish` over `eps_anneal_steps` steps."""
     frac = jnp.clip(env_steps / jnp.maximum(hparams.eps_anneal_steps, 1.0), 0.0, 1.0)
     return hparams.eps_start + frac * (hparams.eps_finish - hparams.eps_start)
+
+
+def epsilon_greedy(key: Array, q: Array, mask: Array, eps: Array | None) -> Array:
+    """Epsilon-greedy actions `[...]` int32 from `q [..., N]` over legal actions (`mask`).
+
+    With probability `eps` an action uniform over the legal ones, else the masked argmax of
+    `q`; `eps=None` (static) is the greedy policy.
+    """
+    best = qloss.masked_argmax(q, mask)
+    if eps is None:
+        return best.astype(jnp.int32)
+    key_explore, key_random = jax.random.split(key)
+    random = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
+    explore = jax.random.uniform(key_explore, best.shape) < eps
+    return jnp.where(explore, random, best).astype(jnp.int32)
 
 
 def make_optimizer(config: QConfig, hp: QHParams, grad_steps: Array):
@@ -87,8 +103,16 @@ def to_items(nets: QNetworks, traj: Trajectory) -> dict[str, Any]:
     return items
 
 
-def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
-    """The learner's loss on a replay batch: unroll the networks, then `loss.mixed_td_loss`."""
+def unroll(nets: QNetworks, params, target_params, batch):
+    """Unroll the online and target agent networks over a replay batch (time-major outputs).
+
+    Returns:
+      `(b, q, q_next_target, q_next_online)`: `b` the batch without the carry, time-major
+      (leaves `[L, B, ...]`); `q [L, B, A, N]` the online values of the observed steps;
+      `q_next_target [L, B, A, N]` the target network's values of the observations after each
+      step (no gradient); `q_next_online` the online ones (no gradient; None unless
+      `config.double_q`).
+    """
     config = nets.config
     b = jax.tree.map(
         lambda x: jnp.swapaxes(x, 0, 1), {k: v for k, v in batch.items() if k != "carry"}
@@ -96,7 +120,6 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
     x, x_next = nets.inputs(b["obs"]), nets.inputs(b["next_obs"])  # [L, B, A, D]
     carry0 = batch["carry"]  # [B, A, H]
     _, (q, hidden) = nets.apply_agents(params["agent"], carry0, x, b["reset"])
-    chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
     target_agent = jax.lax.stop_gradient(target_params["agent"])
     q_next_online = None
     if config.recurrent:
@@ -111,6 +134,14 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
         q_next_t = nets.next_step_q(target_agent, hidden, x_next)
         if config.double_q:
             q_next_online = nets.next_step_q(params["agent"], hidden, x_next)
+    return b, q, q_next_t, q_next_online
+
+
+def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
+    """The learner's loss on a replay batch: `unroll` the networks, then `loss.mixed_td_loss`."""
+    config = nets.config
+    b, q, q_next_t, q_next_online = unroll(nets, params, target_params, batch)
+    chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
     v_next = qloss.double_q_values(q_next_t, q_next_online, b["next_mask"])  # [L, B, A]
     mix_tm1 = mix_t = None
     if config.mixer != "none":
@@ -133,13 +164,16 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
     )
 
 
-def gradient_step(nets: QNetworks, hp: QHParams, data_axis: str | None, carry, batch, key):
-    """One optimiser step on a replay batch, then the target-network update."""
+def gradient_step(
+    nets: QNetworks, hp: QHParams, data_axis: str | None, carry, batch, key, loss=loss_fn
+):
+    """One optimiser step of `loss(nets, params, target_params, batch, hp)` on a replay batch,
+    then the target-network update."""
     del key  # the loss is deterministic given the batch
     config = nets.config
     params, target_params, opt_state, grad_steps = carry
     (_, metrics), grads = jax.value_and_grad(
-        lambda p: loss_fn(nets, p, target_params, batch, hp), has_aux=True
+        lambda p: loss(nets, p, target_params, batch, hp), has_aux=True
     )(params)
     grads = common.data_mean(grads, data_axis)
     tx = make_optimizer(config, hp, grad_steps)
@@ -173,6 +207,9 @@ def make_q_learner(
     env_params: EnvParams | None = None,
     *,
     data_axis: str | None = None,
+    networks: QNetworks | None = None,
+    loss: Callable[..., tuple[Array, dict]] = loss_fn,
+    metric_names: tuple[str, ...] = ("loss", "q_taken", "target_mean"),
 ) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
 
@@ -186,6 +223,13 @@ def make_q_learner(
         own environments and samples its share of every batch; gradients are averaged over the
         axis and the environment-step counter (epsilon schedule, `learning_starts`) counts
         every device's steps.
+      networks: the agent network and mixer (default `make_q_networks(config, env,
+        env_params)`); a learner with other critics (e.g. QTRAN's joint networks) passes its
+        own `QNetworks` subclass, whose `init` adds their parameters under `"mixer"` (and
+        replaces `data_parallel`, which rebuilds the default learner).
+      loss: `loss(networks, params, target_params, batch, hparams) -> (loss, metrics)` on a
+        replay batch (default `loss_fn`, the IQL / VDN / QMIX TD loss).
+      metric_names: the scalar metrics `loss` returns (zeros before learning starts).
 
     Returns:
       An `Agent`. `act` is epsilon-greedy, or the masked argmax of Q with `greedy=True`; its
@@ -198,7 +242,7 @@ def make_q_learner(
         longer than the episode cap.
     """
     env_params = env.default_params() if env_params is None else env_params
-    nets = make_q_networks(config, env, env_params)
+    nets = make_q_networks(config, env, env_params) if networks is None else networks
     max_steps, L = int(env_params.max_steps), int(config.sequence_len)
     if L > max_steps:
         raise ValueError(
@@ -227,17 +271,8 @@ def make_q_learner(
             observation.reset[None],
         )
         q = q[0]  # [E, A, N]
-        mask = observation.action_mask
-        best = qloss.masked_argmax(q, mask)
-        if greedy:
-            actions = best.astype(jnp.int32)
-        else:
-            key_explore, key_random = jax.random.split(key)
-            random = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
-            explore = jax.random.uniform(key_explore, best.shape) < epsilon(
-                hparams, state.env_steps
-            )
-            actions = jnp.where(explore, random, best).astype(jnp.int32)
+        eps = None if greedy else epsilon(hparams, state.env_steps)
+        actions = epsilon_greedy(key, q, observation.action_mask, eps)
         if not config.recurrent:
             new_carry = carry
         return actions, new_carry, {"q": q, "carry": carry}
@@ -254,10 +289,8 @@ def make_q_learner(
             env_steps=env_steps,
             learning_starts=config.learning_starts,
             num_steps=config.gradient_steps,
-            gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k),
-            zero_metrics=lambda: dict.fromkeys(
-                ("loss", "q_taken", "target_mean", "grad_norm"), jnp.float32(0.0)
-            ),
+            gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k, loss),
+            zero_metrics=lambda: dict.fromkeys((*metric_names, "grad_norm"), jnp.float32(0.0)),
         )
         metrics["epsilon"] = epsilon(hparams, state.env_steps)
         new_state = QState(
@@ -288,9 +321,9 @@ def make_q_learner(
 
 
 def _agent_params(config: QConfig, state: QState) -> AgentParams:
-    """The agent Q-network's parameters (policy) and the QMIX mixer's (critic; None without)."""
-    mixer = state.params["mixer"] if config.mixer == "qmix" else None
-    return AgentParams(policy=state.params["agent"], critic=mixer)
+    """The agent Q-network's parameters (policy) and the mixer's (critic; None without one)."""
+    del config
+    return AgentParams(policy=state.params["agent"], critic=state.params["mixer"] or None)
 
 
 def iql(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
@@ -308,4 +341,4 @@ def qmix(env: Environment, env_params: EnvParams | None = None, **config: Any) -
     return make_q_learner(QConfig(mixer="qmix", **config), env, env_params)
 
 
-__all__ = ["epsilon", "iql", "make_q_learner", "qmix", "vdn"]
+__all__ = ["epsilon", "epsilon_greedy", "iql", "make_q_learner", "qmix", "vdn"]

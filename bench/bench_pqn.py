@@ -1,0 +1,126 @@
+"""PQN-VDN training on MPE simple spread: marljax vs JaxMARL's `pqn_vdn_ff.py`, matched settings.
+
+Task: cooperative navigation, 3 agents, 3 landmarks, discrete actions, 25-step episodes
+(`particle/simple_spread-v0` here, `MPE_simple_spread_v3` in JaxMARL 0.2.0).
+
+jaxmarl: `baselines/QLearning/pqn_vdn_ff.py` from a JaxMARL source checkout, run unmodified with
+its own configuration files (`config/config.yaml` + `config/alg/pqn_vdn_ff_mpe.yaml`): 256 envs x
+16 steps per update, 2x256 layer-normalised ReLU Q-network with agent ids, RAdam lr 5e-4, grad
+clip 1, gamma 0.9, Q(lambda = 0.3) targets of the VDN sum, 4 epochs of 16 minibatches, epsilon
+1 -> 0.1 over 10% of the updates, no replay buffer, no target network. The checkout's path comes
+from `--jaxmarl-src` or `$JAXMARL_SRC` (imported from the checkout, never copied here).
+
+marljax: `make_pqn_vdn` with the `jaxmarl` preset (`marljax.agents.pqn.PRESETS`): the same sizes,
+team reward summed over agents like JaxMARL's rollout manager. Difference we keep: our targets
+bootstrap at the time limit (JaxMARL treats it as terminal).
+
+Timing: one fused training program per framework (compile apart from run), no evaluation inside.
+Return: greedy evaluation after training, the episode return summed over agents, averaged over
+512 episodes (JaxMARL: its own greedy test at the end of a second, identical run with
+`TEST_DURING_TRAINING`; ours: `marljax.evaluation.rollout.evaluate_policy`).
+
+    python bench/bench_pqn.py --jaxmarl-src PATH [--steps 2000000] [--json PATH] [--quick]
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from harness import (
+    TRAIN_SEEDS,
+    Options,
+    Result,
+    case,
+    jaxmarl_baseline,
+    main_with_steps,
+    notes_table,
+    seeded,
+    timed,
+)
+
+import marljax
+from marljax import config as cfg
+from marljax.agents import preset
+from marljax.agents.pqn import PQNConfig, PQNHParams, make_pqn_vdn
+from marljax.evaluation.rollout import evaluate_policy
+from marljax.train import TrainConfig, make_train
+
+EPISODE = 25
+_ARGS = {"steps": 2_000_000}
+
+
+def _steps(opts: Options) -> int:
+    return 256 * 16 * 10 if opts.quick else int(_ARGS["steps"])
+
+
+def _task(steps: int) -> str:
+    return f"PQN-VDN MPE simple spread (3 agents, E=256, T=16, {steps / 1e6:g}M env steps)"
+
+
+@case("pqn_mpe/marljax")
+def marljax_pqn(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    env, params = marljax.make("particle/simple_spread-v0")
+    p = preset("pqn_vdn", "jaxmarl")
+    config = cfg.replace_checked(TrainConfig(), {**p.train, "total_env_steps": steps}, "train")
+    agent = make_pqn_vdn(cfg.replace_checked(PQNConfig(), p.config, "agent"), env, params)
+    hp = cfg.replace_checked(PQNHParams(), {**p.hparams, "eps_anneal_steps": 0.1 * steps}, "hp")
+    trainer = make_train(config, env, agent, params)
+    fn, key = seeded(trainer.train, 1)
+    t = timed(fn, key, hp, repeats=1, first_call=False)
+    state, _ = t.output
+    agent_state = state.agent_state
+    if TRAIN_SEEDS["n"] > 1:  # evaluate seed 0's parameters
+        agent_state = jax.tree.map(lambda x: x[0], agent_state)
+    ev = jax.jit(evaluate_policy, static_argnums=(0, 2, 6, 7))(
+        env, params, agent, agent_state, hp, jax.random.PRNGKey(1), 512, EPISODE
+    )
+    ret = float(ev["episode_return"]) * env.num_agents
+    return [
+        t.result(
+            _task(steps),
+            "marljax",
+            TRAIN_SEEDS["n"] * config.num_updates * config.steps_per_update,
+            notes={"greedy_return": ret, "num_updates": config.num_updates, "return_of": "seed 0"},
+        )
+    ]
+
+
+@case("pqn_mpe/jaxmarl")
+def jaxmarl_pqn(opts: Options) -> list[Result]:
+    steps = _steps(opts)
+    module, base = jaxmarl_baseline(
+        "baselines/QLearning",
+        "pqn_vdn_ff",
+        ["config/config.yaml", "config/alg/pqn_vdn_ff_mpe.yaml"],
+    )
+    config = {**base, "TOTAL_TIMESTEPS": steps, "NUM_SEEDS": 1, "WANDB_MODE": "disabled"}
+    env, _ = module.env_from_config(dict(config))
+    timing_cfg = {**config, "TEST_DURING_TRAINING": False}
+    train, key = seeded(module.make_train(dict(timing_cfg), env))
+    t = timed(train, key, repeats=1, first_call=False)
+    updates = steps // config["NUM_STEPS"] // config["NUM_ENVS"]
+    # The return: seed 0's run with its own greedy test switched on (read at the end).
+    test_cfg = {**config, "TEST_DURING_TRAINING": True}
+    out = jax.jit(module.make_train(dict(test_cfg), env))(jax.random.PRNGKey(0))
+    test_state = out["runner_state"][2]
+    ret = float(np.asarray(test_state["returned_episode_returns"]))
+    return [
+        t.result(
+            _task(steps),
+            "jaxmarl",
+            TRAIN_SEEDS["n"] * updates * config["NUM_STEPS"] * config["NUM_ENVS"],
+            notes={"greedy_return": ret, "num_updates": updates, "return_of": "seed 0"},
+        )
+    ]
+
+
+if __name__ == "__main__":
+    main_with_steps(
+        ["pqn_mpe/jaxmarl", "pqn_mpe/marljax"],
+        __doc__.splitlines()[0],
+        _ARGS,
+        after=lambda results: notes_table(
+            results, "greedy_return", "greedy return (sum over agents, 512 episodes)"
+        ),
+    )
