@@ -8,6 +8,7 @@ import pytest
 import marljax
 from marljax.config import ConfigError
 from marljax.envs.matrix import payoffs as P
+from marljax.population import advantage_alignment as aa
 from marljax.population import lola
 from marljax.population import metasolvers as ms
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
@@ -298,3 +299,67 @@ def test_lola_bad_inputs():
         lola.make_lola_ipd(lola.LOLAConfig(num_steps=0))
     with pytest.raises(ConfigError, match=r"\[2, 2, 2\]"):
         lola.make_lola_ipd(lola.LOLAConfig(), payoffs=P.rock_paper_scissors())
+
+
+def test_aligned_advantage_equals_hand_computation():
+    own = jnp.array([[1.0, 2.0, -1.0]])
+    other = jnp.array([[0.5, -1.0, 2.0]])
+    # past sums c = [0, 0.9 * 1, 0.9 * (0.9 + 2)] = [0, 0.9, 2.61]; A* = A1 + 0.5 c A2
+    want = [[1.0, 2.0 + 0.5 * 0.9 * -1.0, -1.0 + 0.5 * 2.61 * 2.0]]
+    for fn in (aa.aligned_advantages, jax.jit(aa.aligned_advantages)):
+        np.testing.assert_allclose(fn(own, other, 0.5, 0.9), want, rtol=1e-6)
+    np.testing.assert_allclose(aa.aligned_advantages(own, other, 0.0, 0.9), own)
+    with pytest.raises(ValueError, match="same shape"):
+        aa.aligned_advantages(own, other[:, :2], 0.5, 0.9)
+
+
+def test_ipd_state_values_satisfy_the_bellman_equation():
+    t1, t2, gamma = (
+        jnp.array([0.3, -1.0, 2.0, 0.5, -0.2]),
+        jnp.array([1.0, 0.0, -2.0, 1.5, 0.7]),
+        0.9,
+    )
+    payoffs = lola.lola_ipd_payoffs()
+    values = np.asarray(aa.ipd_state_values(t1, t2, payoffs, gamma, squarings=12))
+    p0, trans = map(np.asarray, lola.ipd_markov_chain(t1, t2))
+    rewards = np.asarray(payoffs).reshape(2, 4).T
+    chain = np.concatenate([p0[None], trans])  # [5, 4] next-outcome distribution of each state
+    np.testing.assert_allclose(values, chain @ (rewards + gamma * values[1:]), atol=1e-4)
+    np.testing.assert_allclose(values[0], lola.ipd_values(t1, t2, payoffs, gamma), atol=1e-4)
+    # advantages of a sampled episode: r + gamma V(next) - V(state), agent 2 seen own-first
+    roll = aa.ipd_rollout(jax.random.PRNGKey(3), t1, t2, payoffs, 6)
+    adv = np.asarray(aa.ipd_advantages(roll, jnp.asarray(values), gamma))
+    s, (a, b) = np.asarray(roll.states), np.asarray(roll.actions)
+    nxt = 1 + 2 * a + b
+    np.testing.assert_allclose(
+        adv[0], rewards[nxt - 1, 0] + gamma * values[nxt, 0] - values[s, 0], atol=1e-5
+    )
+    np.testing.assert_array_equal(nxt[:-1], s[1:])
+
+
+def test_advantage_alignment_cooperates_where_naive_pg_defects():
+    """Duque et al. 2025 on the IPD: aligned learners reciprocate; beta = 0 is naive PG."""
+    config = aa.AdvantageAlignmentConfig(
+        "aa", num_steps=50, num_episodes=16, num_rounds=30, squarings=10
+    )
+    run = aa.make_advantage_alignment_ipd(config)
+    hp = aa.AdvantageAlignmentHParams(beta=jnp.array([1.0, 0.0]), init_std=0.1)
+    seeds = jax.vmap(run, in_axes=(0, None))
+    out = jax.jit(
+        jax.vmap(seeds, in_axes=(None, aa.AdvantageAlignmentHParams(None, 0, None, None)))
+    )(jax.random.split(jax.random.PRNGKey(0), 8), hp)
+    reward = np.asarray(out.average_reward[:, :, -1].mean(-1))  # [2, S]
+    probs = np.asarray(out.probabilities[0].mean((0, 1)))  # aligned: start, CC, CD, DC, DD
+    assert (reward[0] > -1.1).all() and (reward[1] < -1.9).all(), reward
+    assert probs[1] > 0.9 and probs[2] < 0.2 and probs[4] < 0.2, probs  # retaliates after CD, DD
+
+
+def test_advantage_alignment_bad_inputs():
+    with pytest.raises(ConfigError, match="aa"):
+        aa.make_advantage_alignment_ipd(aa.AdvantageAlignmentConfig(method="lola"))
+    with pytest.raises(ConfigError):
+        aa.make_advantage_alignment_ipd(aa.AdvantageAlignmentConfig(num_rounds=0))
+    with pytest.raises(ConfigError, match=r"\[2, 2, 2\]"):
+        aa.make_advantage_alignment_ipd(
+            aa.AdvantageAlignmentConfig(), payoffs=P.rock_paper_scissors()
+        )

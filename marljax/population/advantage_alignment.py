@@ -72,7 +72,9 @@ def discounted_past_sum(adv_t: Array, gamma: Array) -> Array:
     def body(carry, adv):
         return gamma * (carry + adv), carry
 
-    _, out = jax.lax.scan(body, jnp.zeros(adv_t.shape[:-1], adv_t.dtype), jnp.moveaxis(adv_t, -1, 0))
+    _, out = jax.lax.scan(
+        body, jnp.zeros(adv_t.shape[:-1], adv_t.dtype), jnp.moveaxis(adv_t, -1, 0)
+    )
     return jnp.moveaxis(out, 0, -1)
 
 
@@ -291,8 +293,7 @@ def make_advantage_alignment_ipd(config: AdvantageAlignmentConfig, payoffs: Arra
     check_ranges(config, "AdvantageAlignmentConfig")
     if config.method not in METHODS:
         raise ConfigError(
-            f"AdvantageAlignmentConfig.method must be one of {list(METHODS)}, "
-            f"got {config.method!r}"
+            f"AdvantageAlignmentConfig.method must be one of {list(METHODS)}, got {config.method!r}"
         )
     payoffs = lola_ipd_payoffs() if payoffs is None else jnp.asarray(payoffs, jnp.float32)
     if payoffs.shape != (2, 2, 2):
