@@ -6,10 +6,19 @@
 - `psro`: PSRO on two-player normal-form games, the whole run as one compiled program
   (fictitious play and self-play are its `uniform` and `last` meta-solvers).
 - `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
+- `advantage_alignment`: Advantage Alignment and naive policy-gradient learners on the iterated
+  Prisoner's Dilemma (sampled episodes, exact critic).
 - `coplayer`: a two-player matrix game seen by one learner against a traced mixed strategy
   (PSRO's `agent` best-response oracle trains registered agents on it).
 """
 
+from marljax.population.advantage_alignment import (
+    AdvantageAlignmentConfig,
+    AdvantageAlignmentHParams,
+    AdvantageAlignmentOutput,
+    aligned_advantages,
+    make_advantage_alignment_ipd,
+)
 from marljax.population.coplayer import MixedCoPlayer, MixedCoPlayerParams, swap_roles
 from marljax.population.lola import (
     LOLAConfig,
@@ -34,6 +43,11 @@ from marljax.population.metasolvers import (
 from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_psro
 
 __all__ = [
+    "AdvantageAlignmentConfig",
+    "AdvantageAlignmentHParams",
+    "AdvantageAlignmentOutput",
+    "aligned_advantages",
+    "make_advantage_alignment_ipd",
     "LOLAConfig",
     "LOLAHParams",
     "LOLAOutput",
