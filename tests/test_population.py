@@ -8,8 +8,9 @@ import pytest
 import marljax
 from marljax.config import ConfigError
 from marljax.envs.matrix import payoffs as P
+from marljax.envs.matrix import strategies
 from marljax.population import advantage_alignment as aa
-from marljax.population import lola
+from marljax.population import lola, pool
 from marljax.population import metasolvers as ms
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
@@ -363,3 +364,53 @@ def test_advantage_alignment_bad_inputs():
         aa.make_advantage_alignment_ipd(
             aa.AdvantageAlignmentConfig(), payoffs=P.rock_paper_scissors()
         )
+
+
+def test_pool_strategy_draws_a_member_per_episode_and_plays_it():
+    coop, defect = strategies.always_cooperate(), strategies.always_defect()
+    uniform = pool.pool_strategy([coop, defect])
+    ks = jax.vmap(lambda k: uniform.init(k)[0])(jax.random.split(jax.random.PRNGKey(0), 400))
+    assert 0.4 < float(ks.mean()) < 0.6, float(ks.mean())  # both members drawn, about evenly
+    none = jnp.array([-1, -1]), jnp.zeros(2)
+    acts = jax.vmap(lambda k: uniform.act(uniform.init(k), *none, 1, k)[0])(
+        jax.random.split(jax.random.PRNGKey(0), 400)
+    )
+    np.testing.assert_array_equal(acts, ks)  # member k plays action k here
+    # a stateful member keeps its state through the switch: grim trigger stays triggered
+    grim = pool.pool_strategy([strategies.always_cooperate(), strategies.grim_trigger()], [0, 1])
+    state = grim.init(jax.random.PRNGKey(1))
+    a1, state = grim.act(state, jnp.array([1, 0]), jnp.zeros(2), 1, jax.random.PRNGKey(2))
+    a2, state = grim.act(state, jnp.array([0, 1]), jnp.zeros(2), 1, jax.random.PRNGKey(3))
+    assert (int(a1), int(a2)) == (1, 1)
+    with pytest.raises(ValueError, match="empty"):
+        pool.pool_strategy([])
+    with pytest.raises(ValueError, match="weights"):
+        pool.pool_strategy([coop, defect], [1.0])
+
+
+def test_pool_training_and_crossplay_seat_each_seed():
+    game, params = marljax.make("matrix/ipd-v0", num_rounds=4)
+    built = pool.make_pool_training(
+        game, [strategies.tit_for_tat()], TrainConfig(num_envs=4, rollout_len=4, total_env_steps=16)
+    )
+    assert built.env.num_agents == 1
+
+    # an agent whose state is its (fixed) action: seed 0 cooperates, seed 1 defects
+    def act(state, carry, obs, key, hparams, greedy=False):
+        assert obs.obs.shape[1] == 1  # each seat sees its own slice
+        return jnp.broadcast_to(state, obs.obs.shape[:2]).astype(jnp.int32), carry, ()
+
+    fixed = built.agent._replace(act=act, initial_carry=lambda n: ())
+    table = np.asarray(
+        pool.pool_crossplay(
+            game, params, fixed, jnp.array([0, 1]), None, jax.random.PRNGKey(0), 4, 2
+        )
+    )
+    # 4 rounds of (R, S, T, P) = (3, 0, 5, 1)
+    np.testing.assert_allclose(table, [[[12, 12], [0, 20]], [[20, 0], [4, 4]]])
+    with pytest.raises(ConfigError, match="two-player"):
+        pool.make_pool_training(
+            marljax.make("matrix/public_goods-v0")[0], [strategies.tit_for_tat()], TrainConfig()
+        )
+    with pytest.raises(ConfigError, match="ippo"):
+        pool.make_pool_training(game, [strategies.tit_for_tat()], TrainConfig(), algo="ppo2")
