@@ -1,7 +1,7 @@
 """Advantage Alignment vs naive policy gradient on the iterated Prisoner's Dilemma, seeds in one program.
 
-Reproduces the direction of Duque et al., "Advantage Alignment Algorithms", ICLR 2025 (IPD,
-Section 6): two Advantage Alignment learners reciprocate and cooperate (reward per round near
+Reproduces the direction of Duque et al., "Advantage Alignment Algorithms", ICLR 2025 (IPD
+experiments): two Advantage Alignment learners reciprocate and cooperate (reward per round near
 -1, mutual cooperation), two naive policy-gradient learners defect (near -2). Memory-one
 policies (5 logits each), payoffs (CC, CD, DC, DD) -> (-1, -3, 0, -2), gamma = 0.96, sampled
 episodes of 50 rounds, exact-critic advantages; naive PG is the same program with beta = 0.

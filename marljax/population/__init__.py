@@ -8,6 +8,8 @@
 - `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
 - `advantage_alignment`: Advantage Alignment and naive policy-gradient learners on the iterated
   Prisoner's Dilemma (sampled episodes, exact critic).
+- `pool`: co-player pools: one learner trained against scripted co-players drawn per episode,
+  and cross-play of the trained seeds.
 - `coplayer`: a two-player matrix game seen by one learner against a traced mixed strategy
   (PSRO's `agent` best-response oracle trains registered agents on it).
 """
@@ -40,9 +42,21 @@ from marljax.population.metasolvers import (
     risk_averse_equilibrium,
     risk_averse_utility,
 )
+from marljax.population.pool import (
+    PoolTraining,
+    make_pool_training,
+    pair_agents,
+    pool_crossplay,
+    pool_strategy,
+)
 from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_psro
 
 __all__ = [
+    "pool_strategy",
+    "pool_crossplay",
+    "pair_agents",
+    "make_pool_training",
+    "PoolTraining",
     "AdvantageAlignmentConfig",
     "AdvantageAlignmentHParams",
     "AdvantageAlignmentOutput",

@@ -13,10 +13,9 @@ aligned advantage
 
 which raises the probability of actions that are good for the other agent (`A^2_t > 0`) when the
 interaction has so far been good for itself (the discounted sum of its past advantages is
-positive), and lowers it when it has been bad: reciprocity. The paper derives this term as the
-part of LOLA-like opponent-shaping gradients that survives when the other agent is assumed to
-be a naive learner (Section 4); `beta` absorbs the opponent's assumed learning rate. This is
-the update of the seed paper "Learning Robust Social Strategies with Large Language Models",
+positive), and lowers it when it has been bad: reciprocity. The paper derives it from first
+principles as the opponent-shaping term and shows that LOLA and LOQA implicitly perform it;
+`beta` weighs it against the learner's own advantage. It is the update used by the seed paper "Learning Robust Social Strategies with Large Language Models",
 written here as in its public implementation (`beta * sum_{k<t} gamma^(t-k) A^1_k * A^2_t`).
 
 On the iterated Prisoner's Dilemma (IPD) with memory-one policies (the five logits of
@@ -26,8 +25,10 @@ joint outcomes, so `V^i(s)` of every state `s in (start, CC, CD, DC, DD)` is kno
 estimated from sampled episodes (`ipd_rollout`); naive policy gradient with the same exact
 advantages is the control.
 
-Published outcome (Duque et al. 2025, Section 6, IPD): Advantage Alignment agents learn
-tit-for-tat-like reciprocity and cooperate; naive policy-gradient agents defect.
+Published outcome (Duque et al. 2025, IPD experiments): Advantage Alignment agents learn
+tit-for-tat-like reciprocity and cooperate; naive policy-gradient agents defect. The paper's
+experiments use neural policies and learned value estimates; here the policies are tabular
+and the critic exact, which isolates the aligned term.
 
 References: J. A. Duque, M. Aghajohari, T. Cooijmans, R. Ciuca, T. Zhang, G. Gidel,
 A. Courville, "Advantage Alignment Algorithms", ICLR 2025 (arXiv:2406.14662).
