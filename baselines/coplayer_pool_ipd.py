@@ -6,10 +6,13 @@ diverse pool (here always-cooperate, always-defect, tit-for-tat, grim trigger, w
 lose-shift, random; uniform), so it must infer in context whom it plays. Afterwards every
 trained seed plays every other seed (greedy) in the two-player game: mutual cooperation earns
 3 per round, mutual defection 1. `--mlp` trains a feed-forward policy on the last joint action
-instead (no memory beyond one round), the paper's no-sequence-model control.
+instead (no memory beyond one round), the paper's no-sequence-model control. `--snapshots`
+trains a second generation against the pool plus the first generation's 8 trained seeds as
+frozen co-players (14 members, uniform), and evaluates that generation.
 
     python baselines/coplayer_pool_ipd.py                 # 8 seeds, GRU
     python baselines/coplayer_pool_ipd.py --mlp           # 8 seeds, feed-forward
+    python baselines/coplayer_pool_ipd.py --snapshots     # + a generation vs pool and snapshots
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from marljax.agents import PPOConfig, PPOHParams
 from marljax.envs.matrix import strategies
 from marljax.envs.matrix.coplayers import ScriptedCoPlayers
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.population.pool import make_pool_training, pool_crossplay
+from marljax.population.pool import agent_strategy, make_pool_training, pool_crossplay
 from marljax.train import TrainConfig
 
 POOL = ("always_cooperate", "always_defect", "tit_for_tat", "grim_trigger")
@@ -40,6 +43,11 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--mlp", action="store_true", help="feed-forward policy instead of a GRU")
+    p.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="train a second generation against the pool plus the first generation's seeds",
+    )
     p.add_argument("--json", help="also write the summary as JSON to this path")
     args = p.parse_args()
 
@@ -51,12 +59,20 @@ def main() -> None:
         num_envs=32, rollout_len=args.rounds, total_env_steps=32 * args.rounds * args.updates
     )
     pool = [strategies.get_strategy(name) for name in POOL]
-    built = make_pool_training(game, pool, train, "ippo", agent_config, params)
     hp = PPOHParams(lr=args.lr)
-    keys = jax.random.split(jax.random.PRNGKey(0), args.seeds)
     start = time.perf_counter()
-    states, metrics = jax.jit(jax.vmap(built.trainer.train, in_axes=(0, None)))(keys, hp)
-    agents = jax.block_until_ready(states.agent_state)
+
+    def train_against(pool, key):
+        built = make_pool_training(game, pool, train, "ippo", agent_config, params)
+        keys = jax.random.split(key, args.seeds)
+        states, metrics = jax.jit(jax.vmap(built.trainer.train, in_axes=(0, None)))(keys, hp)
+        return built, jax.block_until_ready(states.agent_state), metrics
+
+    built, agents, metrics = train_against(pool, jax.random.PRNGKey(0))
+    if args.snapshots:  # the first generation's seeds join the pool as frozen co-players
+        seed = [jax.tree.map(lambda x, i=i: x[i], agents) for i in range(args.seeds)]
+        pool = pool + [agent_strategy(game, params, built.agent, s, hp) for s in seed]
+        built, agents, metrics = train_against(pool, jax.random.PRNGKey(1))
     seconds = time.perf_counter() - start
     curve = np.asarray(metrics["episode_return"]).mean(0)
     summary = {"args": vars(args), "train_seconds_incl_compile": seconds, "vs": {}}

@@ -414,3 +414,24 @@ def test_pool_training_and_crossplay_seat_each_seed():
         )
     with pytest.raises(ConfigError, match="ippo"):
         pool.make_pool_training(game, [strategies.tit_for_tat()], TrainConfig(), algo="ppo2")
+
+
+def test_agent_strategy_sees_its_seat_like_in_training():
+    game, params = marljax.make("matrix/ipd-v0", num_rounds=4)
+    built = pool.make_pool_training(
+        game, [strategies.tit_for_tat()], TrainConfig(num_envs=4, rollout_len=4, total_env_steps=16)
+    )
+
+    def copy_other(state, carry, obs, key, hparams, greedy=False):  # tit-for-tat from the obs
+        other = obs.obs[..., 2:4]  # ego-centred: own last action, then the other's
+        return jnp.where(other.sum(-1) > 0, jnp.argmax(other, -1), 0).astype(jnp.int32), carry, ()
+
+    snap = pool.agent_strategy(game, params, built.agent._replace(act=copy_other), None, None)
+    tft = strategies.tit_for_tat()
+    state = snap.init(jax.random.PRNGKey(0))
+    history = [jnp.array([-1, -1]), jnp.array([1, 0]), jnp.array([0, 1]), jnp.array([1, 1])]
+    for last in history:
+        got, state = snap.act(state, last, jnp.zeros(2), 1, jax.random.PRNGKey(1))
+        want, _ = tft.act((), last, jnp.zeros(2), 1, jax.random.PRNGKey(1))
+        assert int(got) == int(want), (last, got, want)
+    assert int(state[1]) == len(history)

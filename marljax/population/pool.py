@@ -10,6 +10,8 @@ when they meet each other.
   one `Strategy` that draws a member at every episode start (its `init`) and plays it until the
   episode ends; `ScriptedCoPlayers(env, {1: pool_strategy(...)})` is then the env of one learner
   against the pool, trainable by any registered agent through `marljax.train.make_train`.
+- `agent_strategy` freezes a trained single-learner agent into a `Strategy`, so learned
+  snapshots can join a pool.
 - `make_pool_training` builds that env, a registered agent for it and its `Trainer`.
 - `pair_agents` seats two agents, each trained as the single learner of such an env, in the two
   seats of the two-player game (cross-play, `marljax.evaluation.crossplay.crossplay_matrix`).
@@ -34,6 +36,7 @@ from marljax.agents.base import Agent, Observation
 from marljax.config import ConfigError
 from marljax.core.types import Environment, EnvParams
 from marljax.envs.matrix.coplayers import ScriptedCoPlayers
+from marljax.envs.matrix.matrix_game import MatrixGame, MatrixGameState
 from marljax.envs.matrix.strategies import Strategy
 from marljax.evaluation.crossplay import crossplay_matrix
 from marljax.evaluation.rollout import evaluate_policy
@@ -93,6 +96,54 @@ def pool_strategy(
 
         action, members = jax.lax.switch(k, [branch(j) for j in range(num)], members)
         return action, (k, members)
+
+    return Strategy(init, act)
+
+
+def agent_strategy(
+    game: MatrixGame,
+    env_params: Any,
+    agent: Agent,
+    agent_state: Any,
+    hparams: Any,
+    greedy: bool = False,
+) -> Strategy:
+    """A frozen trained agent as a scripted co-player: a learned snapshot for a pool.
+
+    The agent must have been trained as the single learner of a two-player `game` (e.g. by
+    `make_pool_training`). Each round it sees the observation the game gives its seat (the
+    game's own encoding of the previous joint action, so what it saw in training) and acts with
+    its recurrent carry, which the strategy state holds and `init` resets.
+
+    Args:
+      game: the two-player `MatrixGame`.
+      env_params: its params.
+      agent: the single-learner agent.
+      agent_state: its trained state (no seed axis).
+      hparams: its hparams.
+      greedy: static; act greedily instead of sampling.
+
+    Returns:
+      A `Strategy` with state `(carry, t [] int32)`.
+    """
+    kwargs = {"greedy": True} if greedy else {}
+
+    def init(key):
+        return agent.initial_carry(1), jnp.int32(0)
+
+    def act(state, last_actions, last_rewards, me, key):
+        carry, t = state
+        inner = MatrixGameState(last_actions=last_actions, last_rewards=last_rewards, t=t)
+        no = jnp.array(False)
+        ts = game._timestep(inner, env_params, last_rewards, no, no)  # the game's own encoding
+        obs = Observation(
+            obs=ts.obs[None, me : me + 1],
+            action_mask=ts.action_mask[None, me : me + 1],
+            global_state=ts.global_state[None],
+            reset=(t == 0)[None],
+        )
+        action, carry, _ = agent.act(agent_state, carry, obs, key, hparams, **kwargs)
+        return action[0, 0].astype(jnp.int32), (carry, t + 1)
 
     return Strategy(init, act)
 
