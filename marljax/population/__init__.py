@@ -44,6 +44,7 @@ from marljax.population.metasolvers import (
 )
 from marljax.population.pool import (
     PoolTraining,
+    agent_strategy,
     make_pool_training,
     pair_agents,
     pool_crossplay,
@@ -52,6 +53,7 @@ from marljax.population.pool import (
 from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_psro
 
 __all__ = [
+    "agent_strategy",
     "pool_strategy",
     "pool_crossplay",
     "pair_agents",
