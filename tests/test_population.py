@@ -8,7 +8,9 @@ import pytest
 import marljax
 from marljax.config import ConfigError
 from marljax.envs.matrix import payoffs as P
-from marljax.population import lola
+from marljax.envs.matrix import strategies
+from marljax.population import advantage_alignment as aa
+from marljax.population import lola, pool
 from marljax.population import metasolvers as ms
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
@@ -320,3 +322,138 @@ def test_psro_command_prints_the_nashconv_curve_and_refuses_bad_input(tmp_path, 
     ]:
         assert main(["psro", *bad]) == 2
         assert needle in capsys.readouterr().err.lower()
+
+
+def test_aligned_advantage_equals_hand_computation():
+    own = jnp.array([[1.0, 2.0, -1.0]])
+    other = jnp.array([[0.5, -1.0, 2.0]])
+    # past sums c = [0, 0.9 * 1, 0.9 * (0.9 + 2)] = [0, 0.9, 2.61]; A* = A1 + 0.5 c A2
+    want = [[1.0, 2.0 + 0.5 * 0.9 * -1.0, -1.0 + 0.5 * 2.61 * 2.0]]
+    for fn in (aa.aligned_advantages, jax.jit(aa.aligned_advantages)):
+        np.testing.assert_allclose(fn(own, other, 0.5, 0.9), want, rtol=1e-6)
+    np.testing.assert_allclose(aa.aligned_advantages(own, other, 0.0, 0.9), own)
+    with pytest.raises(ValueError, match="same shape"):
+        aa.aligned_advantages(own, other[:, :2], 0.5, 0.9)
+
+
+def test_ipd_state_values_satisfy_the_bellman_equation():
+    t1, t2, gamma = (
+        jnp.array([0.3, -1.0, 2.0, 0.5, -0.2]),
+        jnp.array([1.0, 0.0, -2.0, 1.5, 0.7]),
+        0.9,
+    )
+    payoffs = lola.lola_ipd_payoffs()
+    values = np.asarray(aa.ipd_state_values(t1, t2, payoffs, gamma, squarings=12))
+    p0, trans = map(np.asarray, lola.ipd_markov_chain(t1, t2))
+    rewards = np.asarray(payoffs).reshape(2, 4).T
+    chain = np.concatenate([p0[None], trans])  # [5, 4] next-outcome distribution of each state
+    np.testing.assert_allclose(values, chain @ (rewards + gamma * values[1:]), atol=1e-4)
+    np.testing.assert_allclose(values[0], lola.ipd_values(t1, t2, payoffs, gamma), atol=1e-4)
+    # advantages of a sampled episode: r + gamma V(next) - V(state), agent 2 seen own-first
+    roll = aa.ipd_rollout(jax.random.PRNGKey(3), t1, t2, payoffs, 6)
+    adv = np.asarray(aa.ipd_advantages(roll, jnp.asarray(values), gamma))
+    s, (a, b) = np.asarray(roll.states), np.asarray(roll.actions)
+    nxt = 1 + 2 * a + b
+    np.testing.assert_allclose(
+        adv[0], rewards[nxt - 1, 0] + gamma * values[nxt, 0] - values[s, 0], atol=1e-5
+    )
+    np.testing.assert_array_equal(nxt[:-1], s[1:])
+
+
+def test_advantage_alignment_cooperates_where_naive_pg_defects():
+    """Duque et al. 2025 on the IPD: aligned learners reciprocate; beta = 0 is naive PG."""
+    config = aa.AdvantageAlignmentConfig(
+        "aa", num_steps=50, num_episodes=16, num_rounds=30, squarings=10
+    )
+    run = aa.make_advantage_alignment_ipd(config)
+    hp = aa.AdvantageAlignmentHParams(beta=jnp.array([1.0, 0.0]), init_std=0.1)
+    seeds = jax.vmap(run, in_axes=(0, None))
+    out = jax.jit(
+        jax.vmap(seeds, in_axes=(None, aa.AdvantageAlignmentHParams(None, 0, None, None)))
+    )(jax.random.split(jax.random.PRNGKey(0), 8), hp)
+    reward = np.asarray(out.average_reward[:, :, -1].mean(-1))  # [2, S]
+    probs = np.asarray(out.probabilities[0].mean((0, 1)))  # aligned: start, CC, CD, DC, DD
+    assert (reward[0] > -1.1).all() and (reward[1] < -1.9).all(), reward
+    assert probs[1] > 0.9 and probs[2] < 0.2 and probs[4] < 0.2, probs  # retaliates after CD, DD
+
+
+def test_advantage_alignment_bad_inputs():
+    with pytest.raises(ConfigError, match="aa"):
+        aa.make_advantage_alignment_ipd(aa.AdvantageAlignmentConfig(method="lola"))
+    with pytest.raises(ConfigError):
+        aa.make_advantage_alignment_ipd(aa.AdvantageAlignmentConfig(num_rounds=0))
+    with pytest.raises(ConfigError, match=r"\[2, 2, 2\]"):
+        aa.make_advantage_alignment_ipd(
+            aa.AdvantageAlignmentConfig(), payoffs=P.rock_paper_scissors()
+        )
+
+
+def test_pool_strategy_draws_a_member_per_episode_and_plays_it():
+    coop, defect = strategies.always_cooperate(), strategies.always_defect()
+    uniform = pool.pool_strategy([coop, defect])
+    ks = jax.vmap(lambda k: uniform.init(k)[0])(jax.random.split(jax.random.PRNGKey(0), 400))
+    assert 0.4 < float(ks.mean()) < 0.6, float(ks.mean())  # both members drawn, about evenly
+    none = jnp.array([-1, -1]), jnp.zeros(2)
+    acts = jax.vmap(lambda k: uniform.act(uniform.init(k), *none, 1, k)[0])(
+        jax.random.split(jax.random.PRNGKey(0), 400)
+    )
+    np.testing.assert_array_equal(acts, ks)  # member k plays action k here
+    # a stateful member keeps its state through the switch: grim trigger stays triggered
+    grim = pool.pool_strategy([strategies.always_cooperate(), strategies.grim_trigger()], [0, 1])
+    state = grim.init(jax.random.PRNGKey(1))
+    a1, state = grim.act(state, jnp.array([1, 0]), jnp.zeros(2), 1, jax.random.PRNGKey(2))
+    a2, state = grim.act(state, jnp.array([0, 1]), jnp.zeros(2), 1, jax.random.PRNGKey(3))
+    assert (int(a1), int(a2)) == (1, 1)
+    with pytest.raises(ValueError, match="empty"):
+        pool.pool_strategy([])
+    with pytest.raises(ValueError, match="weights"):
+        pool.pool_strategy([coop, defect], [1.0])
+
+
+def test_pool_training_and_crossplay_seat_each_seed():
+    game, params = marljax.make("matrix/ipd-v0", num_rounds=4)
+    built = pool.make_pool_training(
+        game, [strategies.tit_for_tat()], TrainConfig(num_envs=4, rollout_len=4, total_env_steps=16)
+    )
+    assert built.env.num_agents == 1
+
+    # an agent whose state is its (fixed) action: seed 0 cooperates, seed 1 defects
+    def act(state, carry, obs, key, hparams, greedy=False):
+        assert obs.obs.shape[1] == 1  # each seat sees its own slice
+        return jnp.broadcast_to(state, obs.obs.shape[:2]).astype(jnp.int32), carry, ()
+
+    fixed = built.agent._replace(act=act, initial_carry=lambda n: ())
+    table = np.asarray(
+        pool.pool_crossplay(
+            game, params, fixed, jnp.array([0, 1]), None, jax.random.PRNGKey(0), 4, 2
+        )
+    )
+    # 4 rounds of (R, S, T, P) = (3, 0, 5, 1)
+    np.testing.assert_allclose(table, [[[12, 12], [0, 20]], [[20, 0], [4, 4]]])
+    with pytest.raises(ConfigError, match="two-player"):
+        pool.make_pool_training(
+            marljax.make("matrix/public_goods-v0")[0], [strategies.tit_for_tat()], TrainConfig()
+        )
+    with pytest.raises(ConfigError, match="ippo"):
+        pool.make_pool_training(game, [strategies.tit_for_tat()], TrainConfig(), algo="ppo2")
+
+
+def test_agent_strategy_sees_its_seat_like_in_training():
+    game, params = marljax.make("matrix/ipd-v0", num_rounds=4)
+    built = pool.make_pool_training(
+        game, [strategies.tit_for_tat()], TrainConfig(num_envs=4, rollout_len=4, total_env_steps=16)
+    )
+
+    def copy_other(state, carry, obs, key, hparams, greedy=False):  # tit-for-tat from the obs
+        other = obs.obs[..., 2:4]  # ego-centred: own last action, then the other's
+        return jnp.where(other.sum(-1) > 0, jnp.argmax(other, -1), 0).astype(jnp.int32), carry, ()
+
+    snap = pool.agent_strategy(game, params, built.agent._replace(act=copy_other), None, None)
+    tft = strategies.tit_for_tat()
+    state = snap.init(jax.random.PRNGKey(0))
+    history = [jnp.array([-1, -1]), jnp.array([1, 0]), jnp.array([0, 1]), jnp.array([1, 1])]
+    for last in history:
+        got, state = snap.act(state, last, jnp.zeros(2), 1, jax.random.PRNGKey(1))
+        want, _ = tft.act((), last, jnp.zeros(2), 1, jax.random.PRNGKey(1))
+        assert int(got) == int(want), (last, got, want)
+    assert int(state[1]) == len(history)

@@ -6,10 +6,21 @@
 - `psro`: PSRO on two-player normal-form games, the whole run as one compiled program
   (fictitious play and self-play are its `uniform` and `last` meta-solvers).
 - `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
+- `advantage_alignment`: Advantage Alignment and naive policy-gradient learners on the iterated
+  Prisoner's Dilemma (sampled episodes, exact critic).
+- `pool`: co-player pools: one learner trained against scripted co-players drawn per episode,
+  and cross-play of the trained seeds.
 - `coplayer`: a two-player matrix game seen by one learner against a traced mixed strategy
   (PSRO's `agent` best-response oracle trains registered agents on it).
 """
 
+from marljax.population.advantage_alignment import (
+    AdvantageAlignmentConfig,
+    AdvantageAlignmentHParams,
+    AdvantageAlignmentOutput,
+    aligned_advantages,
+    make_advantage_alignment_ipd,
+)
 from marljax.population.coplayer import MixedCoPlayer, MixedCoPlayerParams, swap_roles
 from marljax.population.lola import (
     LOLAConfig,
@@ -31,9 +42,28 @@ from marljax.population.metasolvers import (
     risk_averse_equilibrium,
     risk_averse_utility,
 )
+from marljax.population.pool import (
+    PoolTraining,
+    agent_strategy,
+    make_pool_training,
+    pair_agents,
+    pool_crossplay,
+    pool_strategy,
+)
 from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_psro
 
 __all__ = [
+    "agent_strategy",
+    "pool_strategy",
+    "pool_crossplay",
+    "pair_agents",
+    "make_pool_training",
+    "PoolTraining",
+    "AdvantageAlignmentConfig",
+    "AdvantageAlignmentHParams",
+    "AdvantageAlignmentOutput",
+    "aligned_advantages",
+    "make_advantage_alignment_ipd",
     "LOLAConfig",
     "LOLAHParams",
     "LOLAOutput",

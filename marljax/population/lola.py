@@ -80,24 +80,56 @@ def ipd_values(
     Returns:
       `[2]` `V_i = p_0^T (I - gamma P)^{-1} r_i`.
     """
+    p0, trans = ipd_markov_chain(theta_1, theta_2)
+    rewards = payoffs.reshape(2, 4).T  # [4, 2]
+    return p0 @ resolvent(gamma * trans, squarings) @ rewards
+
+
+#: agent 2's own-first index of each state in agent 1's `IPD_STATES` order (CD and DC swap).
+SWAP_STATES = (0, 1, 3, 2, 4)
+
+
+def ipd_markov_chain(theta_1: Array, theta_2: Array) -> tuple[Array, Array]:
+    """The Markov chain on joint outcomes that two memory-one IPD policies induce.
+
+    Args:
+      theta_1: `[5]` agent 1's logits (`IPD_STATES` order, own action first).
+      theta_2: `[5]` agent 2's logits (its own action first).
+
+    Returns:
+      `(p_0, P)`: `[4]` first-round distribution and `[4, 4]` transition matrix over the
+      outcomes `CC, CD, DC, DD` (agent 1's action first).
+    """
     p1 = jax.nn.sigmoid(theta_1)
     # agent 2's own-first outcomes CD and DC are agent 1's DC and CD
-    p2 = jax.nn.sigmoid(theta_2)[jnp.array([0, 1, 3, 2, 4])]
+    p2 = jax.nn.sigmoid(theta_2)[jnp.array(SWAP_STATES)]
 
     def joint(a, b):  # [..., 4] distribution over CC, CD, DC, DD
         return jnp.stack([a * b, a * (1 - b), (1 - a) * b, (1 - a) * (1 - b)], axis=-1)
 
-    p0 = joint(p1[0], p2[0])  # [4]
-    trans = joint(p1[1:], p2[1:])  # [4, 4]
-    rewards = payoffs.reshape(2, 4).T  # [4, 2]
+    return joint(p1[0], p2[0]), joint(p1[1:], p2[1:])
+
+
+def resolvent(matrix: Array, squarings: int) -> Array:
+    """`(I - M)^{-1}` as `prod_j (I + M^(2^j))`, `j < J`: the Neumann series up to `M^(2^J)`.
+
+    Matrix products only, so it stays cheap and batched under `vmap` (no LAPACK call).
+
+    Args:
+      matrix: `[n, n]` `M` with spectral radius below 1 (here `gamma P`).
+      squarings: `J` (static).
+
+    Returns:
+      `[n, n]` the truncated series.
+    """
 
     def body(carry, _):
         total, power = carry
         return (total + total @ power, power @ power), None
 
-    eye = jnp.eye(4, dtype=trans.dtype)
-    (series, _), _ = jax.lax.scan(body, (eye, gamma * trans), None, length=squarings)
-    return p0 @ series @ rewards
+    eye = jnp.eye(matrix.shape[-1], dtype=matrix.dtype)
+    (series, _), _ = jax.lax.scan(body, (eye, matrix), None, length=squarings)
+    return series
 
 
 def naive_gradients(value_fn: ValueFn, theta_1: Array, theta_2: Array) -> tuple[Array, Array]:
