@@ -498,6 +498,27 @@ def test_partner_selection_prisoners_dilemma():
     assert bool(ts.terminated)
 
 
+def test_partner_selection_random_partners_control():
+    env = PartnerSelection(MatrixGame(prisoners_dilemma()), num_agents=4, random_partners=True)
+    params = env.default_params()
+    state, ts = env.reset(KEY, params)
+    mask = np.asarray(ts.action_mask).reshape(4, 2, 4)
+    for i in range(4):  # the partner part has one legal value, i + 1, for each game action
+        assert mask[i, :, (i + 1) % 4].all() and mask[i].sum() == 2
+    step = jax.jit(jax.vmap(env.step, in_axes=(0, None, None, None)))
+    keys = jax.random.split(KEY, 600)
+    _, ts = step(keys, state, jnp.array([1, 2, 3, 0]), params)  # everyone cooperates
+    partners = np.asarray(ts.extras["partner"])  # [600, 4]
+    assert (partners != np.arange(4)).all()
+    for i in range(4):  # drawn uniformly from the 3 others, whatever the action said
+        counts = np.bincount(partners[:, i], minlength=4)
+        assert counts[i] == 0 and (np.abs(counts / 600 - 1 / 3)[np.arange(4) != i] < 0.07).all()
+    # everyone cooperates: 3 from the own game plus 3 per game the agent was chosen for
+    chosen = np.stack([np.bincount(p, minlength=4) for p in partners])
+    np.testing.assert_allclose(ts.reward, 3.0 + 3.0 * chosen)
+    assert "random_partners=True" in repr(env)
+
+
 def test_reputation_updates_and_is_observed():
     env = Reputation(PublicGoods(num_agents=2))
     params = env.default_params().replace(reputation_decay=0.5, reputation_init=0.5)

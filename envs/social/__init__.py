@@ -85,7 +85,10 @@ def make_public_goods_reputation(num_agents: int = 4, num_levels: int = 5) -> En
 
 
 def make_partner_selection(
-    game: str = "prisoners_dilemma", num_agents: int = 4, reputation: bool = False
+    game: str = "prisoners_dilemma",
+    num_agents: int = 4,
+    reputation: bool = False,
+    random_partners: bool = False,
 ) -> Environment:
     """Partner selection in a population playing a one-shot two-player dilemma.
 
@@ -93,11 +96,17 @@ def make_partner_selection(
       game: `"prisoners_dilemma"` or `"stag_hunt"` (action 0 is the cooperative one).
       num_agents: population size `A` (static).
       reputation: also add public reputation scores (`Reputation`).
+      random_partners: the control without selection (partners drawn uniformly each round).
     """
     tables = {"prisoners_dilemma": prisoners_dilemma, "stag_hunt": stag_hunt}
     if game not in tables:
         raise ValueError(f"game must be one of {sorted(tables)}, got {game!r}")
-    env = PartnerSelection(MatrixGame(tables[game](), name=game), num_agents, num_rounds=20)
+    env = PartnerSelection(
+        MatrixGame(tables[game](), name=game),
+        num_agents,
+        num_rounds=20,
+        random_partners=random_partners,
+    )
     return Reputation(env) if reputation else env
 
 

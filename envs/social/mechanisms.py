@@ -618,6 +618,9 @@ class PartnerSelection(Environment):
       num_agents: population size `A >= 2` (static).
       num_rounds: default `selection_rounds`.
       cooperative_action: the inner action that counts as cooperation (`None`: no labels).
+      random_partners: the control without selection: each agent's partner is drawn uniformly
+        from the others every round (the partner part of the action is masked to one value,
+        so the agent only picks its game action). Same observations, rewards and extras.
     """
 
     def __init__(
@@ -626,6 +629,7 @@ class PartnerSelection(Environment):
         num_agents: int = 4,
         num_rounds: int = 20,
         cooperative_action: int | None = 0,
+        random_partners: bool = False,
     ):
         if env.num_agents != 2:
             raise ValueError(
@@ -652,7 +656,12 @@ class PartnerSelection(Environment):
             lambda p: check_param(p, "selection_rounds", lambda v: v >= 1, "must be >= 1"),
         )
         self._ego = _ego(self.num_agents)
-        self._choice_mask = jnp.asarray(~np.eye(self.num_agents, dtype=bool))
+        self.random_partners = bool(random_partners)
+        # agent i may choose any j != i; with random partners only j = i + 1 (ignored in `step`)
+        choice = ~np.eye(self.num_agents, dtype=bool)
+        if self.random_partners:
+            choice = np.roll(np.eye(self.num_agents, dtype=bool), 1, axis=1)
+        self._choice_mask = jnp.asarray(choice)
 
     @property
     def name(self) -> str:
@@ -698,6 +707,10 @@ class PartnerSelection(Environment):
         )
         inner_actions, partner = actions // A, actions % A
         partner = jnp.where(partner == jnp.arange(A), (partner + 1) % A, partner)
+        if self.random_partners:
+            key, key_partner = jax.random.split(key)
+            offset = jax.random.randint(key_partner, (A,), 1, A)  # uniform over the others
+            partner = (jnp.arange(A) + offset) % A
         pair = self.pairwise_rewards(key, inner_actions, partner, params)  # [A, 2]
         reward = pair[:, 0] + jax.ops.segment_sum(pair[:, 1], partner, num_segments=A)
         t = state.t + 1
@@ -744,7 +757,8 @@ class PartnerSelection(Environment):
         return spaces.Box(0.0, 1.0, (A * N + A * A + 2,), jnp.float32)
 
     def __repr__(self) -> str:
-        return f"{self.name}(num_agents={self.num_agents})"
+        extra = ", random_partners=True" if self.random_partners else ""
+        return f"{self.name}(num_agents={self.num_agents}{extra})"
 
 
 # ----------------------------------------------------------------------------- reputation

@@ -1,0 +1,131 @@
+"""Punishment, reputation and partner selection vs no mechanism: cooperation over seeds.
+
+The direction check of "Investigating the Impact of Direct Punishment on the Emergence of
+Cooperation in Multi-Agent Reinforcement Learning Systems" (Dasgupta & Musolesi, AAMAS journal
+2025): learners that can punish defectors (directly, or as third parties), see reputations, or
+choose their partners should cooperate more than the same learners without the mechanism.
+Each condition trains all seeds in one program with IPPO (or independent DQN, `--algo iql`) and
+evaluates the trained policies with `marljax.evaluation.social`: cooperation rate (share of
+contributions of at least half the endowment, or of cooperative moves in the Prisoner's
+Dilemma), the players' return per round (punishment costs and fines included; public goods: 10
+if nobody contributes, 16 if everyone contributes everything; PD population: 2 x 1 mutual
+defection to 2 x 3 mutual cooperation, per game an agent is in) and the punishment rate. Every mechanism is compared with its own control (same players, same rounds):
+
+- public goods, 4 players, 10 rounds: none / direct punishment (two stages per round: contribute,
+  see, punish; cost 1, fine 3) / reputation;
+- public goods, 3 players, 10 rounds: none / one third-party punisher (two stages);
+- Prisoner's Dilemma population of 4, 20 rounds: random partners (choice masked) / partner
+  selection / partner selection with reputation.
+
+    python baselines/social_mechanisms.py [--algo ippo|iql] [--seeds 32] [--steps 60000]
+"""
+
+import argparse
+
+import jax
+import numpy as np
+
+import marljax.envs.social  # noqa: F401  (registers social/*)
+from marljax.evaluation.rollout import evaluate_policy
+from marljax.evaluation.social import SocialMetrics, bootstrap_ci
+from marljax.experiment import Experiment, build, run_experiment
+from marljax.train import TrainConfig
+
+#: (family, condition, env id, env options, rounds per episode); the first condition of a family
+#: is its control; the first `P` agents are the players (P in the family's name)
+PG4, PG3, PD4 = "public goods (4)", "public goods (3)", "PD population (4)"
+CONDITIONS = [
+    (PG4, "none", "social/public_goods-v0", {}, 10),
+    (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
+    (PG4, "reputation", "social/public_goods_reputation-v0", {}, 10),
+    (PG3, "none", "social/public_goods-v0", {"num_agents": 3}, 10),
+    (PG3, "third-party punishment", "social/public_goods_third_party_2stage-v0", {}, 10),
+    (PD4, "random partners", "social/ipd_partner_selection-v0", {"random_partners": True}, 20),
+    (PD4, "partner selection", "social/ipd_partner_selection-v0", {}, 20),
+    (PD4, "selection + reputation", "social/ipd_partner_reputation-v0", {}, 20),
+]
+
+#: per algorithm: (static agent settings, traced hparams)
+SETTINGS = {
+    "ippo": ({"hidden_sizes": (64,), "num_minibatches": 2}, {"lr": 1e-3, "ent_coef": 0.02}),
+    "iql": (
+        {
+            "recurrent": False,
+            "hidden_sizes": (64,),
+            "batch_size": 64,
+            "buffer_size": 5000,
+            "target": "one_step",
+            "target_update_interval": 100,
+        },
+        {"lr": 1e-3, "eps_anneal_steps": 20_000.0, "eps_finish": 0.05},
+    ),
+}
+
+
+def run_condition(
+    algo: str, env_id: str, options: dict, seeds: int, steps: int, out: str, key: jax.Array
+) -> dict[str, np.ndarray]:
+    """Train `seeds` runs in one program; the trained policies' social metrics per seed."""
+    agent, hparams = SETTINGS[algo]
+    exp = Experiment(
+        algo=algo,
+        env=env_id,
+        env_kwargs=options,
+        seeds=seeds,
+        train=TrainConfig(num_envs=16, rollout_len=20, total_env_steps=steps),
+        agent=agent,
+        hparams=hparams,
+        out_dir=out,
+        checkpoint=False,
+    )
+    result = run_experiment(exp, progress=False)
+    built = build(exp)
+    hparams = jax.tree.map(lambda x: x[0], built.hparams)
+    agent_states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # [S, ...]
+
+    def evaluate(agent_state, k):
+        return evaluate_policy(
+            built.env, built.env_params, built.agent, agent_state, hparams, k,
+            wrap=SocialMetrics, greedy=algo == "iql", num_steps=200,
+        )  # fmt: skip
+
+    metrics = jax.jit(jax.vmap(evaluate))(agent_states, jax.random.split(key, seeds))
+    return {k: np.asarray(v) for k, v in metrics.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algo", default="ippo", choices=sorted(SETTINGS), help="learner")
+    parser.add_argument("--seeds", type=int, default=32, help="seeds per condition")
+    parser.add_argument("--steps", type=int, default=60_000, help="env steps per seed")
+    parser.add_argument("--only", default="", help="comma-separated families to run (substring)")
+    parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    args = parser.parse_args(argv)
+    key = jax.random.PRNGKey(2026)
+    control: dict[str, np.ndarray] = {}
+    print(f"{args.algo}, {args.seeds} seeds x {args.steps} env steps per condition")
+    for family, name, env_id, options, rounds in CONDITIONS:
+        if args.only and not any(s and s in family for s in args.only.split(",")):
+            continue
+        m = run_condition(args.algo, env_id, options, args.seeds, args.steps, args.out, key)
+        rate = m["social/cooperation_rate"]
+        mean, low, high = bootstrap_ci(key, rate)
+        players = int(family.split("(")[1][0])
+        per_round = m["episode_return_per_agent"][:, :players].mean(-1) / rounds  # [S]
+        _, low_r, high_r = bootstrap_ci(key, per_round)
+        line = (
+            f"{family:>18} | {name:<24} cooperation {mean:.3f} [{low:.3f}, {high:.3f}]"
+            f"  return/round {np.mean(per_round):6.2f} [{low_r:.2f}, {high_r:.2f}]"
+        )
+        if "social/punishment_rate" in m:
+            line += f"  punishment rate {np.mean(m['social/punishment_rate']):.3f}"
+        if family in control:
+            diff = rate[:, None] - control[family][None, :]
+            line += f"  P(> control) {np.mean(diff > 0) + 0.5 * np.mean(diff == 0):.2f}"
+        else:
+            control[family] = rate
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
