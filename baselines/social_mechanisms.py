@@ -52,6 +52,7 @@ SETTINGS = {
         {
             "recurrent": False,
             "hidden_sizes": (64,),
+            "sequence_len": 10,
             "batch_size": 64,
             "buffer_size": 5000,
             "target": "one_step",
