@@ -457,3 +457,62 @@ def test_agent_strategy_sees_its_seat_like_in_training():
         want, _ = tft.act((), last, jnp.zeros(2), 1, jax.random.PRNGKey(1))
         assert int(got) == int(want), (last, got, want)
     assert int(state[1]) == len(history)
+
+
+def test_parse_pool_reads_names_and_weights_and_names_bad_input():
+    assert pool.parse_pool("pool:tit_for_tat,always_defect=0.5") == (
+        ("tit_for_tat", "always_defect"),
+        (1.0, 0.5),
+    )
+    strats, weights = pool.pool_from_spec("pool: random = 2 ,cycle", 3)
+    assert len(strats) == 2 and weights == (2.0, 1.0)
+    for bad, needle in [
+        ("tit_for_tat", "pool:name"),
+        ("pool:", "empty pool"),
+        ("pool:tit_for_tatt", "did you mean tit_for_tat"),
+        ("pool:always_defect=x", "non-negative number"),
+        ("pool:always_defect=-1", "non-negative number"),
+        ("pool:always_defect=0", "sum to 0"),
+        ("pool:random,random", "twice"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            pool.parse_pool(bad)
+        assert needle in str(err.value).lower(), (bad, err.value)
+
+
+def test_train_command_trains_against_a_pool_and_psro_alias(tmp_path, capsys):
+    import json
+
+    from marljax.cli import main
+    from marljax.experiment import Experiment, build
+
+    # one learner against always-cooperate: 4 rounds pay 3 (C) or 5 (D) each
+    args = ["train", "--algo", "ippo", "--env", "matrix/ipd-v0", "--set", "env.num_rounds=4",
+            "--opponents", "pool:always_cooperate", "--seeds", "1", "--steps", "128",
+            "--no-progress", "--out", str(tmp_path), "--name", "run"]  # fmt: skip
+    assert main(args) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["experiment"]["opponents"] == "pool:always_cooperate"
+    built = build(Experiment.from_dict(config))  # the run directory rebuilds the same env
+    assert built.env.num_agents == 1
+    final = np.load(tmp_path / "run" / "metrics.npz")["eval/episode_return"][..., -1]
+    assert 12.0 <= final.min() and final.max() <= 20.0, final
+    for bad, needle in [
+        (["--opponents", "pool:tft"], "unknown co-player strategy 'tft'"),
+        (["--env", "matrix/public_goods-v0", "--opponents", "pool:random"], "two-player"),
+        (["--env", "social/coin_game-v0", "--opponents", "pool:random"], "repeated matrix"),
+    ]:
+        assert main(["train", "--algo", "ippo", *bad, "--out", str(tmp_path)]) == 2
+        assert needle in capsys.readouterr().err
+    assert len(list(tmp_path.iterdir())) == 1  # refused before any run directory
+    # --algo psro runs the PSRO command: fictitious play on RPS, exact best responses
+    capsys.readouterr()
+    psro = ["train", "--algo", "psro", "--seeds", "2", "--set", "population_size=3",
+            "--set", "meta_solver=uniform"]  # fmt: skip
+    assert main(psro) == 0
+    out = capsys.readouterr().out
+    assert "meta-solver uniform" in out and "K=3    1.0000" in out
+    assert main(["train", "--algo", "psro", "--set", "meta_solvr=nash"]) == 2
+    assert "did you mean 'meta_solver'" in capsys.readouterr().err.lower()
+    assert main(["train", "--algo", "psro", "--grid", "lr=1,2"]) == 2
+    assert "--grid" in capsys.readouterr().err

@@ -8,8 +8,9 @@
 - `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
 - `advantage_alignment`: Advantage Alignment and naive policy-gradient learners on the iterated
   Prisoner's Dilemma (sampled episodes, exact critic).
-- `pool`: co-player pools: one learner trained against scripted co-players drawn per episode,
-  and cross-play of the trained seeds.
+- `pool`: co-player pools: one learner trained against scripted co-players drawn per episode
+  (also from text, `parse_pool`: `marljax train --opponents pool:...`), and cross-play of the
+  trained seeds.
 - `coplayer`: a two-player matrix game seen by one learner against a traced mixed strategy
   (PSRO's `agent` best-response oracle trains registered agents on it).
 """
@@ -47,7 +48,9 @@ from marljax.population.pool import (
     agent_strategy,
     make_pool_training,
     pair_agents,
+    parse_pool,
     pool_crossplay,
+    pool_from_spec,
     pool_strategy,
 )
 from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_psro
@@ -55,6 +58,8 @@ from marljax.population.psro import PSROConfig, PSROHParams, PSROOutput, make_ps
 __all__ = [
     "agent_strategy",
     "pool_strategy",
+    "pool_from_spec",
+    "parse_pool",
     "pool_crossplay",
     "pair_agents",
     "make_pool_training",
