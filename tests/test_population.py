@@ -81,6 +81,30 @@ def test_alpharank_and_rae_pick_the_known_profiles():
     np.testing.assert_allclose(sigma, [[0.25, 0.5, 0.25]] * 2, atol=0.03)
 
 
+def test_rae_is_a_risk_averse_best_response_to_itself_in_chicken():
+    # chicken with a crash (both straight: -10); symmetric, so fictitious play from uniform
+    # stays symmetric and finds the symmetric equilibrium p = P(straight)
+    game = P.symmetric([[3.0, 1.0], [4.0, -10.0]])
+    rae = jax.jit(ms.risk_averse_equilibrium, static_argnums=3)
+    grid = jnp.linspace(0.0, 1.0, 2001)
+    for lam, eps in [(0.0, 0.0), (1.0, 0.0), (0.1, 0.1)]:
+        hp = ms.MetaSolverHParams(risk_aversion=lam, risk_epsilon=eps)
+        sigma = np.asarray(rae(game, None, hp, 1000))
+        p = sigma[0, 1]
+        # no deviation on a fine grid earns more risk-averse utility against sigma
+        x = jnp.stack([1.0 - grid, grid], -1)
+        utility = jax.vmap(ms.risk_averse_utility, (None, 0, None, None, None))(
+            game[0], x, jnp.asarray(sigma[1]), lam, eps
+        )
+        own = ms.risk_averse_utility(game[0], jnp.asarray(sigma[0]), sigma[1], lam, eps)
+        assert float(utility.max() - own) < 2e-3, (lam, eps, p)
+        if lam == 0.0:
+            assert p == pytest.approx(1 / 12, abs=2e-3)  # the mixed Nash equilibrium
+    assert p < 0.03  # risk aversion and trembling: far less "straight" than Nash's 1/12
+    v = ms.project_to_simplex(jnp.array([0.5, 2.0, -1.0, 0.3]), jnp.array([1, 0, 1, 1], bool))
+    np.testing.assert_allclose(v, [0.6, 0.0, 0.0, 0.4], atol=1e-6)
+
+
 def test_fixation_probability_is_stable_and_exact():
     m, alpha = 50.0, 10.0
     d = jnp.array([-5.0, -1e-3, 0.0, 1e-3, 5.0])
