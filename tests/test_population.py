@@ -15,7 +15,7 @@ from marljax.population import metasolvers as ms
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
 from marljax.testing import check_env
-from marljax.train import TrainConfig
+from marljax.train import TrainConfig, make_train
 
 # A weighted RPS (skew-symmetric, value 0): A p = 0 gives the unique, non-uniform equilibrium
 # p = (1/4, 1/2, 1/4) for both players.
@@ -399,6 +399,33 @@ def test_advantage_alignment_cooperates_where_naive_pg_defects():
     probs = np.asarray(out.probabilities[0].mean((0, 1)))  # aligned: start, CC, CD, DC, DD
     assert (reward[0] > -1.1).all() and (reward[1] < -1.9).all(), reward
     assert probs[1] > 0.9 and probs[2] < 0.2 and probs[4] < 0.2, probs  # retaliates after CD, DD
+
+
+def test_aa_ppo_aligns_the_gae_advantages_of_both_agents():
+    from marljax.agents.ppo import PPOConfig
+
+    adv = jnp.array([[[1.0, 0.5]], [[2.0, -1.0]], [[-1.0, 2.0]]])  # [T=3, E=1, 2]
+    done = jnp.array([[False], [True], [False]])  # the episode ends at t = 1
+    # past sums of agent 0: [0, 0.9 * 1, 0 (new episode)]; of agent 1: [0, 0.45, 0]
+    np.testing.assert_allclose(
+        aa.aligned_pair_advantages(adv, done, 0.5, 0.9)[:, 0],
+        [[1.0, 0.5], [2.0 + 0.5 * 0.9 * -1.0, -1.0 + 0.5 * 0.45 * 2.0], [-1.0, 2.0]],
+        rtol=1e-6,
+    )
+    np.testing.assert_array_equal(aa.aligned_pair_advantages(adv, done, 0.0, 0.9), adv)
+    # the PPO update uses them: beta = 0 (IPPO) and beta = 1 in one program differ
+    game, params = marljax.make("matrix/ipd-v0", num_rounds=4)
+    config = PPOConfig(critic_input="local", parameter_mode="independent", hidden_sizes=(8,))
+    agent = aa.make_aa_ppo(game, params, config)
+    train_config = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=32)
+    trainer = make_train(train_config, game, agent, params)
+    hp = aa.AAPPOHParams(aa_beta=jnp.array([0.0, 1.0]))
+    axes = aa.AAPPOHParams(*[None] * 9, aa_beta=0)
+    state = jax.jit(jax.vmap(trainer.train, in_axes=(None, axes)))(jax.random.PRNGKey(0), hp)[0]
+    leaves = jax.tree.leaves(state.agent_state.actor_params)
+    assert any(not np.allclose(x[0], x[1]) for x in leaves)
+    with pytest.raises(ConfigError, match="two-player"):
+        aa.make_aa_ppo(*marljax.make("matrix/public_goods-v0"))
 
 
 def test_advantage_alignment_bad_inputs():

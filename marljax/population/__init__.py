@@ -7,7 +7,8 @@
   (fictitious play and self-play are its `uniform` and `last` meta-solvers).
 - `lola`: LOLA and naive learners with exact returns on the iterated Prisoner's Dilemma.
 - `advantage_alignment`: Advantage Alignment and naive policy-gradient learners on the iterated
-  Prisoner's Dilemma (sampled episodes, exact critic).
+  Prisoner's Dilemma (sampled episodes, exact critic), and `make_aa_ppo`, Advantage Alignment
+  as a neural PPO agent for any two-player env (e.g. the Coin Game).
 - `pool`: co-player pools: one learner trained against scripted co-players drawn per episode
   (also from text, `parse_pool`: `marljax train --opponents pool:...`), and cross-play of the
   trained seeds.
@@ -16,10 +17,14 @@
 """
 
 from marljax.population.advantage_alignment import (
+    AAPPOHParams,
     AdvantageAlignmentConfig,
     AdvantageAlignmentHParams,
     AdvantageAlignmentOutput,
     aligned_advantages,
+    aligned_pair_advantages,
+    episodic_past_sum,
+    make_aa_ppo,
     make_advantage_alignment_ipd,
 )
 from marljax.population.coplayer import MixedCoPlayer, MixedCoPlayerParams, swap_roles
@@ -65,6 +70,10 @@ __all__ = [
     "pair_agents",
     "make_pool_training",
     "PoolTraining",
+    "AAPPOHParams",
+    "aligned_pair_advantages",
+    "episodic_past_sum",
+    "make_aa_ppo",
     "AdvantageAlignmentConfig",
     "AdvantageAlignmentHParams",
     "AdvantageAlignmentOutput",
