@@ -170,7 +170,10 @@ class Experiment:
         if self.opponents is not None:
             from marljax.population.pool import parse_pool
 
-            parse_pool(self.opponents)  # names and weights checked before anything is built
+            try:  # names and weights checked before anything is built
+                parse_pool(self.opponents)
+            except cfg.ConfigError as err:
+                raise cfg.ConfigError(f"opponents: {err}") from None
         self._resolve()
 
     def _resolve(self) -> None:

@@ -128,7 +128,7 @@ def parse_pool(spec: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """
     if not isinstance(spec, str) or not spec.startswith(POOL_PREFIX):
         raise ConfigError(
-            f"opponents must be written {POOL_PREFIX}NAME[=WEIGHT],... (e.g. "
+            f"a pool must be written {POOL_PREFIX}NAME[=WEIGHT],... (e.g. "
             f"{POOL_PREFIX}tit_for_tat,always_defect), got {spec!r}"
         )
     names, weights = [], []
