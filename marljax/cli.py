@@ -45,6 +45,10 @@ def _train_epilog() -> str:
     lines += [
         "  env:      env.KEY=VALUE for any env option (see `marljax envs --options ID`)",
         "",
+        "--algo psro (population training) runs `marljax psro` with --env, --seeds, --seed "
+        "and --set keys of PSROConfig / PSROHParams / MetaSolverHParams (e.g. "
+        "--set meta_solver=rae --set population_size=8).",
+        "",
         "Hyperparameters (hparams) are traced: --grid sweeps them inside one compiled program.",
         "Unknown keys and values of the wrong type fail before anything is compiled.",
     ]
@@ -62,13 +66,25 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
         help="an experiment as YAML/JSON, or a run directory's config.json (reproduces the "
         "run); the other options apply on top",
     )
-    p.add_argument("--algo", default=None, help="algorithm (see the keys below); default mappo")
+    p.add_argument(
+        "--algo",
+        default=None,
+        help="algorithm (see the keys below); default mappo; train --algo psro runs marljax psro",
+    )
     p.add_argument(
         "--preset", default=None, help="a published configuration of the algorithm (see below)"
     )
     p.add_argument("--env", default=None, help=f"environment id; default {DEFAULT_ENV}")
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (default 4)")
     p.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
+    p.add_argument(
+        "--opponents",
+        default=None,
+        metavar="pool:NAME[=W],...",
+        help="train agent 0 of a two-player repeated matrix game against scripted co-players, "
+        "one drawn per episode with relative weight W (default 1), e.g. "
+        "pool:tit_for_tat,always_defect=0.5 (names: marljax.envs.matrix.strategies)",
+    )
     p.add_argument(
         "--steps", type=int, default=None, help="env steps per run (train.total_env_steps)"
     )
@@ -309,7 +325,7 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
     data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
     for flag, key in (("algo", "algo"), ("env", "env"), ("preset", "preset"), ("seeds", "seeds"),
                       ("seed", "seed"), ("out", "out_dir"), ("name", "name"),
-                      ("devices", "devices"), ("layout", "layout"),
+                      ("devices", "devices"), ("layout", "layout"), ("opponents", "opponents"),
                       ("num_samples", "num_samples"), ("sample_seed", "sample_seed"),
                       ("metric", "metric"), ("mode", "mode"), ("window", "window")):  # fmt: skip
         if getattr(args, flag, None) is not None:
@@ -415,6 +431,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from marljax.experiment import build, final_returns, run_experiment
 
+    if args.algo == "psro":
+        return _train_psro(args)
     # With --resume, the options apply on top of the run's own configuration; any change of
     # the static configuration is then refused by `run_experiment`, naming the difference.
     base = _read_experiment(_config_path(args.resume)) if args.resume else None
@@ -556,18 +574,48 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+#: `marljax train` options that `--algo psro` does not take (it runs `marljax psro`).
+_NOT_PSRO = ("config", "preset", "steps", "grid", "out", "name", "devices", "layout",
+             "max_memory", "resume", "log", "opponents", "qtable")  # fmt: skip
+
+
+def _train_psro(args: argparse.Namespace) -> int:
+    """`marljax train --algo psro`: `marljax psro` with `--set` keys of `PSROConfig`,
+    `PSROHParams` and `MetaSolverHParams` (PSRO trains populations, not one agent, so it writes
+    no run directory)."""
+    from marljax.population import MetaSolverHParams, PSROConfig, PSROHParams
+
+    given = [k for k in _NOT_PSRO if getattr(args, k, None) not in (None, False, [])]
+    if args.allow_hparam_change:
+        given.append("allow_hparam_change")
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise cfg.ConfigError(
+            f"--algo psro takes --env, --seeds, --seed and --set; not {flags} (PSRO grows "
+            "populations and writes no run directory; see `marljax psro --help`)"
+        )
+    sets = cfg.parse_assignments(args.set, "--set")
+    groups = {"config": PSROConfig(), "hparams": PSROHParams(), "meta": MetaSolverHParams()}
+    split = {g: {} for g in groups}
+    nested = ("meta", "br_agent", "br_agent_config", "br_train")  # not settable as text
+    names = {g: [n for n in cfg.field_names(obj) if n not in nested] for g, obj in groups.items()}
+    for key, value in sets.items():
+        group = next((g for g, valid in names.items() if key in valid), None)
+        if group is None:
+            valid = [n for v in names.values() for n in v]
+            raise cfg.unknown_key_error(key, valid, "--set (psro)")
+        split[group][key] = value
+    config = cfg.replace_checked(groups["config"], split["config"], "psro")
+    meta = cfg.replace_checked(groups["meta"], split["meta"], "psro meta-solver")
+    hparams = cfg.replace_checked(groups["hparams"], split["hparams"], "psro").replace(meta=meta)
+    seeds = 8 if args.seeds is None else args.seeds
+    seed = 0 if args.seed is None else args.seed
+    return _run_psro(args.env or "matrix/rps-v0", config, hparams, seeds, seed)
+
+
 def cmd_psro(args: argparse.Namespace) -> int:
-    import json
+    from marljax.population import PSROConfig, PSROHParams
 
-    import jax
-    import numpy as np
-
-    import marljax
-    from marljax.population import PSROConfig, PSROHParams, make_psro
-
-    if args.seeds < 1:
-        raise cfg.ConfigError(f"--seeds must be >= 1, got {args.seeds}")
-    env, params = marljax.make(args.env)
     config = PSROConfig(
         population_size=args.population,
         meta_solver=args.meta_solver,
@@ -575,12 +623,29 @@ def cmd_psro(args: argparse.Namespace) -> int:
         br_algo=args.br_algo,
         symmetric=args.symmetric,
     )
+    record = {k: v for k, v in vars(args).items() if k not in ("command",)}
+    return _run_psro(args.env, config, PSROHParams(), args.seeds, args.seed, args.json, record)
+
+
+def _run_psro(env_id, config, hparams, seeds, seed, json_path=None, record=None) -> int:
+    """Run `make_psro` for `seeds` seeds in one program and print the NashConv curve."""
+    import json
+
+    import jax
+    import numpy as np
+
+    import marljax
+    from marljax.population import make_psro
+
+    if seeds < 1:
+        raise cfg.ConfigError(f"--seeds must be >= 1, got {seeds}")
+    env, params = marljax.make(env_id)
     run = jax.jit(jax.vmap(make_psro(config, env, params), in_axes=(0, None)))
-    keys = jax.vmap(jax.random.PRNGKey)(np.arange(args.seed, args.seed + args.seeds))
-    out = jax.device_get(run(keys, PSROHParams()))
+    keys = jax.vmap(jax.random.PRNGKey)(np.arange(seed, seed + seeds))
+    out = jax.device_get(run(keys, hparams))
     nash_conv = np.asarray(out.nash_conv)  # [S, K]
-    print(f"PSRO on {args.env}: meta-solver {args.meta_solver}, {args.best_response} best "
-          f"responses, {args.seeds} seeds; NashConv of the meta-strategy (mean [min, max])")  # fmt: skip
+    print(f"PSRO on {env_id}: meta-solver {config.meta_solver}, {config.best_response} best "
+          f"responses, {seeds} seeds; NashConv of the meta-strategy (mean [min, max])")  # fmt: skip
     for k in range(nash_conv.shape[1]):
         col = nash_conv[:, k]
         print(f"  K={k + 1:<4d} {col.mean():.4f} [{col.min():.4f}, {col.max():.4f}]")
@@ -589,11 +654,11 @@ def cmd_psro(args: argparse.Namespace) -> int:
     for i in range(2):
         print(f"  player {i} final mixture over actions (seed mean): "
               f"{np.round(mixture[:, i].mean(0).astype(float), 3).tolist()}")  # fmt: skip
-    if args.json:
-        with open(args.json, "w") as f:
+    if json_path:
+        with open(json_path, "w") as f:
             json.dump(
                 {
-                    "args": {k: v for k, v in vars(args).items() if k not in ("command",)},
+                    "args": record,
                     "nash_conv": nash_conv.tolist(),
                     "meta_strategy": final.tolist(),
                     "mixture": mixture.tolist(),
@@ -602,7 +667,7 @@ def cmd_psro(args: argparse.Namespace) -> int:
                 indent=1,
                 default=str,
             )
-        print(f"wrote {args.json}")
+        print(f"wrote {json_path}")
     return 0
 
 

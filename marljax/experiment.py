@@ -84,6 +84,11 @@ class Experiment:
       checkpoint: write checkpoints between chunks.
       check_finite: stop at the first NaN/inf metric or parameter before it is checkpointed (a
         diverged policy can look perfect); a choice of each invocation, not of the run.
+      opponents: train against scripted co-players instead of learning every seat: a pool
+        written `"pool:NAME[=WEIGHT],..."` (`marljax.population.parse_pool`; names of
+        `marljax.envs.matrix.strategies.STRATEGIES`), a member drawn per episode. The env must
+        be a two-player repeated matrix game; the algorithm learns agent 0
+        (`marljax.population.make_pool_training`).
       log: loggers besides the run directory's `progress.csv`: "tensorboard" (event files in
         `<run dir>/tensorboard`) and/or "wandb" (a Weights & Biases run named after the run
         directory; `WANDB_MODE=offline` works without an account). See `marljax.loggers`.
@@ -116,6 +121,7 @@ class Experiment:
     checkpoint: bool = True
     check_finite: bool = True
     log: tuple = ()
+    opponents: str | None = None
 
     def __post_init__(self):
         for key in ("algo", "env", "out_dir", "metric"):
@@ -161,6 +167,13 @@ class Experiment:
         if not isinstance(log, (list, tuple)) or any(x not in LOGGERS for x in log):
             raise cfg.ConfigError(f"log must be a list of {list(LOGGERS)}, got {self.log!r}")
         object.__setattr__(self, "log", tuple(dict.fromkeys(log)))
+        if self.opponents is not None:
+            from marljax.population.pool import parse_pool
+
+            try:  # names and weights checked before anything is built
+                parse_pool(self.opponents)
+            except cfg.ConfigError as err:
+                raise cfg.ConfigError(f"opponents: {err}") from None
         self._resolve()
 
     def _resolve(self) -> None:
@@ -333,8 +346,18 @@ def build(exp: Experiment) -> Built:
 
     env, env_params = make(exp.env, **exp.env_kwargs)
     _check_env_params(exp.env, env_params, env.default_params())
-    agent = algo_spec(exp.algo).factory(exp.agent_config, env, env_params)
-    trainer = make_train(exp.train, env, agent, env_params)
+    if exp.opponents is None:
+        agent = algo_spec(exp.algo).factory(exp.agent_config, env, env_params)
+        trainer = make_train(exp.train, env, agent, env_params)
+    else:  # one learner (agent 0) against a pool of scripted co-players
+        from marljax.population.pool import make_pool_training, pool_from_spec
+
+        num_actions = getattr(env.action_space(env_params), "n", 0)
+        strategies, weights = pool_from_spec(exp.opponents, num_actions)
+        pool = make_pool_training(
+            env, strategies, exp.train, exp.algo, exp.agent_config, env_params, weights
+        )
+        env, agent, trainer = pool.env, pool.agent, pool.trainer
     try:  # trace (not compile) the initial state: errors from inside the agent surface here
         jax.eval_shape(trainer.init, jax.random.PRNGKey(0), exp.base_hparams, env_params)
     except (ValueError, TypeError, KeyError) as err:

@@ -15,7 +15,7 @@ from marljax.population import metasolvers as ms
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
 from marljax.testing import check_env
-from marljax.train import TrainConfig
+from marljax.train import TrainConfig, make_train
 
 # A weighted RPS (skew-symmetric, value 0): A p = 0 gives the unique, non-uniform equilibrium
 # p = (1/4, 1/2, 1/4) for both players.
@@ -79,6 +79,30 @@ def test_alpharank_and_rae_pick_the_known_profiles():
     neutral = ms.MetaSolverHParams(risk_aversion=0.0, risk_epsilon=0.0)
     sigma = rae(P.zero_sum(WEIGHTED_RPS), None, neutral, 300)
     np.testing.assert_allclose(sigma, [[0.25, 0.5, 0.25]] * 2, atol=0.03)
+
+
+def test_rae_is_a_risk_averse_best_response_to_itself_in_chicken():
+    # chicken with a crash (both straight: -10); symmetric, so fictitious play from uniform
+    # stays symmetric and finds the symmetric equilibrium p = P(straight)
+    game = P.symmetric([[3.0, 1.0], [4.0, -10.0]])
+    rae = jax.jit(ms.risk_averse_equilibrium, static_argnums=3)
+    grid = jnp.linspace(0.0, 1.0, 2001)
+    for lam, eps in [(0.0, 0.0), (1.0, 0.0), (0.1, 0.1)]:
+        hp = ms.MetaSolverHParams(risk_aversion=lam, risk_epsilon=eps)
+        sigma = np.asarray(rae(game, None, hp, 1000))
+        p = sigma[0, 1]
+        # no deviation on a fine grid earns more risk-averse utility against sigma
+        x = jnp.stack([1.0 - grid, grid], -1)
+        utility = jax.vmap(ms.risk_averse_utility, (None, 0, None, None, None))(
+            game[0], x, jnp.asarray(sigma[1]), lam, eps
+        )
+        own = ms.risk_averse_utility(game[0], jnp.asarray(sigma[0]), sigma[1], lam, eps)
+        assert float(utility.max() - own) < 2e-3, (lam, eps, p)
+        if lam == 0.0:
+            assert p == pytest.approx(1 / 12, abs=2e-3)  # the mixed Nash equilibrium
+    assert p < 0.03  # risk aversion and trembling: far less "straight" than Nash's 1/12
+    v = ms.project_to_simplex(jnp.array([0.5, 2.0, -1.0, 0.3]), jnp.array([1, 0, 1, 1], bool))
+    np.testing.assert_allclose(v, [0.6, 0.0, 0.0, 0.4], atol=1e-6)
 
 
 def test_fixation_probability_is_stable_and_exact():
@@ -377,6 +401,33 @@ def test_advantage_alignment_cooperates_where_naive_pg_defects():
     assert probs[1] > 0.9 and probs[2] < 0.2 and probs[4] < 0.2, probs  # retaliates after CD, DD
 
 
+def test_aa_ppo_aligns_the_gae_advantages_of_both_agents():
+    from marljax.agents.ppo import PPOConfig
+
+    adv = jnp.array([[[1.0, 0.5]], [[2.0, -1.0]], [[-1.0, 2.0]]])  # [T=3, E=1, 2]
+    done = jnp.array([[False], [True], [False]])  # the episode ends at t = 1
+    # past sums of agent 0: [0, 0.9 * 1, 0 (new episode)]; of agent 1: [0, 0.45, 0]
+    np.testing.assert_allclose(
+        aa.aligned_pair_advantages(adv, done, 0.5, 0.9)[:, 0],
+        [[1.0, 0.5], [2.0 + 0.5 * 0.9 * -1.0, -1.0 + 0.5 * 0.45 * 2.0], [-1.0, 2.0]],
+        rtol=1e-6,
+    )
+    np.testing.assert_array_equal(aa.aligned_pair_advantages(adv, done, 0.0, 0.9), adv)
+    # the PPO update uses them: beta = 0 (IPPO) and beta = 1 in one program differ
+    game, params = marljax.make("matrix/ipd-v0", num_rounds=4)
+    config = PPOConfig(critic_input="local", parameter_mode="independent", hidden_sizes=(8,))
+    agent = aa.make_aa_ppo(game, params, config)
+    train_config = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=32)
+    trainer = make_train(train_config, game, agent, params)
+    hp = aa.AAPPOHParams(aa_beta=jnp.array([0.0, 1.0]))
+    axes = aa.AAPPOHParams(*[None] * 9, aa_beta=0)
+    state = jax.jit(jax.vmap(trainer.train, in_axes=(None, axes)))(jax.random.PRNGKey(0), hp)[0]
+    leaves = jax.tree.leaves(state.agent_state.actor_params)
+    assert any(not np.allclose(x[0], x[1]) for x in leaves)
+    with pytest.raises(ConfigError, match="two-player"):
+        aa.make_aa_ppo(*marljax.make("matrix/public_goods-v0"))
+
+
 def test_advantage_alignment_bad_inputs():
     with pytest.raises(ConfigError, match="aa"):
         aa.make_advantage_alignment_ipd(aa.AdvantageAlignmentConfig(method="lola"))
@@ -457,3 +508,62 @@ def test_agent_strategy_sees_its_seat_like_in_training():
         want, _ = tft.act((), last, jnp.zeros(2), 1, jax.random.PRNGKey(1))
         assert int(got) == int(want), (last, got, want)
     assert int(state[1]) == len(history)
+
+
+def test_parse_pool_reads_names_and_weights_and_names_bad_input():
+    assert pool.parse_pool("pool:tit_for_tat,always_defect=0.5") == (
+        ("tit_for_tat", "always_defect"),
+        (1.0, 0.5),
+    )
+    strats, weights = pool.pool_from_spec("pool: random = 2 ,cycle", 3)
+    assert len(strats) == 2 and weights == (2.0, 1.0)
+    for bad, needle in [
+        ("tit_for_tat", "pool:name"),
+        ("pool:", "empty pool"),
+        ("pool:tit_for_tatt", "did you mean tit_for_tat"),
+        ("pool:always_defect=x", "non-negative number"),
+        ("pool:always_defect=-1", "non-negative number"),
+        ("pool:always_defect=0", "sum to 0"),
+        ("pool:random,random", "twice"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            pool.parse_pool(bad)
+        assert needle in str(err.value).lower(), (bad, err.value)
+
+
+def test_train_command_trains_against_a_pool_and_psro_alias(tmp_path, capsys):
+    import json
+
+    from marljax.cli import main
+    from marljax.experiment import Experiment, build
+
+    # one learner against always-cooperate: 4 rounds pay 3 (C) or 5 (D) each
+    args = ["train", "--algo", "ippo", "--env", "matrix/ipd-v0", "--set", "env.num_rounds=4",
+            "--opponents", "pool:always_cooperate", "--seeds", "1", "--steps", "128",
+            "--no-progress", "--out", str(tmp_path), "--name", "run"]  # fmt: skip
+    assert main(args) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["experiment"]["opponents"] == "pool:always_cooperate"
+    built = build(Experiment.from_dict(config))  # the run directory rebuilds the same env
+    assert built.env.num_agents == 1
+    final = np.load(tmp_path / "run" / "metrics.npz")["eval/episode_return"][..., -1]
+    assert 12.0 <= final.min() and final.max() <= 20.0, final
+    for bad, needle in [
+        (["--opponents", "pool:tft"], "unknown co-player strategy 'tft'"),
+        (["--env", "matrix/public_goods-v0", "--opponents", "pool:random"], "two-player"),
+        (["--env", "social/coin_game-v0", "--opponents", "pool:random"], "repeated matrix"),
+    ]:
+        assert main(["train", "--algo", "ippo", *bad, "--out", str(tmp_path)]) == 2
+        assert needle in capsys.readouterr().err
+    assert len(list(tmp_path.iterdir())) == 1  # refused before any run directory
+    # --algo psro runs the PSRO command: fictitious play on RPS, exact best responses
+    capsys.readouterr()
+    psro = ["train", "--algo", "psro", "--seeds", "2", "--set", "population_size=3",
+            "--set", "meta_solver=uniform"]  # fmt: skip
+    assert main(psro) == 0
+    out = capsys.readouterr().out
+    assert "meta-solver uniform" in out and "K=3    1.0000" in out
+    assert main(["train", "--algo", "psro", "--set", "meta_solvr=nash"]) == 2
+    assert "did you mean 'meta_solver'" in capsys.readouterr().err.lower()
+    assert main(["train", "--algo", "psro", "--grid", "lr=1,2"]) == 2
+    assert "--grid" in capsys.readouterr().err

@@ -18,6 +18,13 @@ principles as the opponent-shaping term and shows that LOLA and LOQA implicitly 
 `beta` weighs it against the learner's own advantage. It is the update used by the seed paper "Learning Robust Social Strategies with Large Language Models",
 written here as in its public implementation (`beta * sum_{k<t} gamma^(t-k) A^1_k * A^2_t`).
 
+`make_aa_ppo` is the learned (neural) version for any two-player env: PPO with one critic
+per agent (IPPO by default) whose GAE advantages `[T, E, 2]` are replaced by the aligned
+advantages of both agents before the clipped loss (`aligned_pair_advantages`, the past sum
+restarting at every episode start and at every rollout start), with `beta` the traced
+hyperparameter `AAPPOHParams.aa_beta` (`aa_beta = 0` is IPPO exactly, so one program can
+train both).
+
 On the iterated Prisoner's Dilemma (IPD) with memory-one policies (the five logits of
 `marljax.population.lola`) the critic is exact: the two policies define a Markov chain on the
 joint outcomes, so `V^i(s)` of every state `s in (start, CC, CD, DC, DD)` is known in closed form
@@ -43,7 +50,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from marljax.agents.base import Agent
+from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.config import ConfigError, check_ranges, param
+from marljax.core.types import Environment, EnvParams
 from marljax.population.lola import (
     SWAP_STATES,
     ipd_markov_chain,
@@ -99,6 +109,105 @@ def aligned_advantages(own_adv_t: Array, other_adv_t: Array, beta: Array, gamma:
             f"and {other_adv_t.shape}"
         )
     return own_adv_t + beta * discounted_past_sum(own_adv_t, gamma) * other_adv_t
+
+
+def episodic_past_sum(adv_t: Array, done_t: Array, gamma: Array) -> Array:
+    """`c_t = sum_{k < t, same episode} gamma^(t - k) adv_k` along the first (time) axis.
+
+    The recursion `c_0 = 0`, `c_t = gamma (c_{t-1} + adv_{t-1}) (1 - done_{t-1})` restarts the
+    sum after every step that ended an episode (a rollout's `[T, E, ...]` layout).
+
+    Args:
+      adv_t: `[T, ...]` advantages, time first.
+      done_t: `[T, ...]` (broadcastable) true where step `t` ended its episode.
+      gamma: `[]` discount.
+
+    Returns:
+      `[T, ...]` the discounted sums of strictly earlier entries of the same episode.
+    """
+    done_t = jnp.broadcast_to(done_t, adv_t.shape).astype(adv_t.dtype)
+
+    def body(carry, inputs):
+        adv, done = inputs
+        return gamma * (carry + adv) * (1.0 - done), carry
+
+    _, out = jax.lax.scan(body, jnp.zeros(adv_t.shape[1:], adv_t.dtype), (adv_t, done_t))
+    return out
+
+
+def aligned_pair_advantages(adv: Array, done: Array, beta: Array, gamma: Array) -> Array:
+    """Both agents' aligned advantages on a two-player rollout.
+
+    `A*_i,t = A_i,t + beta * c_i,t * A_{1-i},t` with `c_i,t` the discounted sum of agent `i`'s
+    earlier advantages in the episode (`episodic_past_sum`).
+
+    Args:
+      adv: `[T, E, 2]` advantages of both agents (e.g. GAE).
+      done: `[T, E]` bool, the step ended its episode (terminated or truncated).
+      beta: `[]` weight of the alignment term.
+      gamma: `[]` discount.
+
+    Returns:
+      `[T, E, 2]` aligned advantages.
+    """
+    if adv.ndim != 3 or adv.shape[-1] != 2 or done.shape != adv.shape[:2]:
+        raise ValueError(
+            f"aligned_pair_advantages needs adv [T, E, 2] and done [T, E], got {adv.shape} "
+            f"and {done.shape}"
+        )
+    past = episodic_past_sum(adv, done[..., None], gamma)
+    return adv + beta * past * adv[..., ::-1]
+
+
+@struct.dataclass
+class AAPPOHParams(PPOHParams):
+    """`PPOHParams` plus the alignment weight of `make_aa_ppo` (traced: vmap over it).
+
+    Attributes:
+      aa_beta: weight `beta` of the alignment term (0: plain PPO / IPPO).
+    """
+
+    aa_beta: float = param(1.0, lo=0.0, help="weight of the alignment term (0: IPPO).")
+
+
+def make_aa_ppo(
+    env: Environment,
+    env_params: EnvParams | None = None,
+    config: PPOConfig | None = None,
+    **kwargs,
+) -> Agent:
+    """Advantage Alignment as a PPO agent of the contract, for a two-player env.
+
+    PPO (`marljax.agents.ppo.make_ppo`) whose advantages are `aligned_pair_advantages` of the
+    two agents' GAE advantages, weighted by `hparams.aa_beta` (`AAPPOHParams`, its
+    `default_hparams`); the proximal variant of the paper's update. Train it with
+    `marljax.train.make_train` like any agent.
+
+    Args:
+      env: a two-player env.
+      env_params: its params.
+      config: `PPOConfig` (default: IPPO, a local critic per agent, independent parameters).
+      **kwargs: more `make_ppo` arguments (networks, policy_head).
+
+    Returns:
+      An `Agent`.
+
+    Raises:
+      ConfigError: an env without exactly two agents.
+    """
+    if env.num_agents != 2:
+        raise ConfigError(
+            f"Advantage Alignment needs a two-player env, got {env.name} with {env.num_agents}"
+        )
+    if config is None:
+        config = PPOConfig(critic_input="local", parameter_mode="independent")
+
+    def transform(advantages, traj, hp):
+        done = jnp.logical_or(traj.terminated, traj.truncated)
+        return aligned_pair_advantages(advantages, done, hp.aa_beta, hp.gamma)
+
+    agent = make_ppo(config, env, env_params, advantage_transform=transform, **kwargs)
+    return agent._replace(default_hparams=AAPPOHParams)
 
 
 def policy_gradient_loss(logp_t: Array, adv_t: Array, gamma: Array) -> Array:

@@ -73,7 +73,7 @@ class MetaSolverHParams:
       alpharank_population: population size `m` of alpha-rank's fixation probability.
       risk_aversion: weight `lambda` of the payoff variance in the risk-averse utility (`rae`).
       risk_epsilon: opponent trembling `epsilon` under which `rae` measures the variance.
-      rae_inner_steps: mirror-ascent steps of each risk-averse best response (`rae`).
+      rae_inner_steps: projected-gradient steps of each risk-averse best response (`rae`).
     """
 
     prd_step: float = param(0.1, lo=0.0, lo_open=True, help="Euler step of prd.")
@@ -367,6 +367,31 @@ def risk_averse_utility(
     return strat @ mu - 0.5 * risk_aversion * strat @ sigma @ strat
 
 
+def project_to_simplex(v: Array, mask: Array | None = None) -> Array:
+    """Euclidean projection onto the probability simplex of the valid entries.
+
+    `argmin_x ||x - v||` over `x >= 0`, `sum(x) = 1`, `x = 0` where `mask` is false
+    (Duchi et al. 2008, by sorting: `x = max(v - theta, 0)`).
+
+    Args:
+      v: `[K]` any real vector.
+      mask: optional `[K]` bool valid entries (default: all).
+
+    Returns:
+      `[K]` the projection.
+    """
+    mask = jnp.ones(v.shape, bool) if mask is None else mask
+    low = jnp.min(jnp.where(mask, v, jnp.inf)) - 1.0  # invalid entries sort last, end at 0
+    w = jnp.where(mask, v, low - jnp.sum(jnp.abs(jnp.where(mask, v, 0.0))) - 1.0)
+    u = jnp.sort(w)[::-1]
+    css = jnp.cumsum(u)
+    j = jnp.arange(1, v.shape[-1] + 1, dtype=v.dtype)
+    support = (u - (css - 1.0) / j > 0) & (j <= mask.sum())
+    rho = jnp.max(jnp.where(support, j, 1.0))
+    theta = (jnp.take(css, rho.astype(jnp.int32) - 1) - 1.0) / rho
+    return jnp.where(mask, jnp.maximum(w - theta, 0.0), 0.0)
+
+
 def risk_averse_equilibrium(
     payoffs: Array,
     mask: Array | None = None,
@@ -376,10 +401,12 @@ def risk_averse_equilibrium(
     """Risk-averse equilibrium (Slumbers et al. 2023) by fictitious play on the mean-variance game.
 
     Each iteration both players compute a risk-averse best response, `argmax_x U(x; y_bar)` of
-    `risk_averse_utility` against the other's running average `y_bar` (a concave maximisation
-    over the simplex, solved by `rae_inner_steps` steps of entropic mirror ascent with step
-    `1 / scale`, `scale` the payoff range), and the averages move towards them with weight
-    `1 / (t + 2)`, as in the paper's fictitious-play algorithm.
+    `risk_averse_utility` against the other's running average `y_bar`: a concave quadratic
+    program over the simplex, solved by `rae_inner_steps` steps of projected gradient ascent
+    (`project_to_simplex`) with step `1 / L`, `L = lambda * trace(Sigma)` bounding the
+    curvature (with `lambda = 0` the step is large and one step reaches the pure best
+    response). The averages move towards the best responses with weight `1 / (t + 2)`, as in
+    the paper's fictitious-play algorithm.
 
     Args:
       payoffs: `[2, K, K]` payoffs of the empirical game.
@@ -396,17 +423,19 @@ def risk_averse_equilibrium(
     valid = mask[0][:, None] & mask[1][None, :]
     spread = jnp.where(valid, payoffs, 0.0)
     scale = jnp.maximum(jnp.max(spread) - jnp.min(spread), 1e-6)
-    scale = scale * (1.0 + hp.risk_aversion * scale)  # bounds the gradient of the variance term
 
     def best_response(table, other, m, m_other):
         grad_fn = jax.grad(risk_averse_utility, argnums=1)
+        q = (1.0 - hp.risk_epsilon) * other + hp.risk_epsilon * _uniform(m_other[None])[0]
+        centred = jnp.where(m[:, None] & m_other[None, :], table - (table @ q)[:, None], 0.0)
+        curvature = hp.risk_aversion * jnp.sum(centred**2 * q[None, :])  # lambda * trace(Sigma)
+        step = 1.0 / jnp.maximum(curvature, 1e-3 / scale)
 
-        def step(x, _):
+        def ascend(x, _):
             g = grad_fn(table, x, other, hp.risk_aversion, hp.risk_epsilon, m_other)
-            logits = jnp.log(jnp.maximum(x, 1e-30)) + g / scale
-            return jax.nn.softmax(jnp.where(m, logits, -jnp.inf)), None
+            return project_to_simplex(x + step * g, m), None
 
-        x, _ = jax.lax.scan(step, _uniform(m[None])[0], None, length=hp.rae_inner_steps)
+        x, _ = jax.lax.scan(ascend, _uniform(m[None])[0], None, length=hp.rae_inner_steps)
         return x
 
     def body(avg, t):

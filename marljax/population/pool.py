@@ -13,6 +13,8 @@ when they meet each other.
 - `agent_strategy` freezes a trained single-learner agent into a `Strategy`, so learned
   snapshots can join a pool.
 - `make_pool_training` builds that env, a registered agent for it and its `Trainer`.
+- `parse_pool` reads a pool written as text, `"pool:tit_for_tat=2,always_defect"` (the
+  `--opponents` option of `marljax train`).
 - `pair_agents` seats two agents, each trained as the single learner of such an env, in the two
   seats of the two-player game (cross-play, `marljax.evaluation.crossplay.crossplay_matrix`).
   Matrix-game observations are ego-centred (own last action first), so a learner's view as
@@ -26,6 +28,7 @@ A. Meulemans, "Multi-agent cooperation through in-context co-player inference", 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -37,7 +40,7 @@ from marljax.config import ConfigError
 from marljax.core.types import Environment, EnvParams
 from marljax.envs.matrix.coplayers import ScriptedCoPlayers
 from marljax.envs.matrix.matrix_game import MatrixGame, MatrixGameState
-from marljax.envs.matrix.strategies import Strategy
+from marljax.envs.matrix.strategies import STRATEGIES, Strategy, get_strategy
 from marljax.evaluation.crossplay import crossplay_matrix
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.train import TrainConfig, Trainer, make_train
@@ -98,6 +101,80 @@ def pool_strategy(
         return action, (k, members)
 
     return Strategy(init, act)
+
+
+#: prefix of a pool written as text (`parse_pool`).
+POOL_PREFIX = "pool:"
+
+
+def parse_pool(spec: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """Read a pool of scripted co-players written as text.
+
+    `"pool:NAME[=WEIGHT],NAME[=WEIGHT],..."`: names of `marljax.envs.matrix.strategies.
+    STRATEGIES`, each with an optional relative sampling weight (default 1; the weights are
+    normalised), e.g. `"pool:tit_for_tat,always_defect"` (half each) or
+    `"pool:tit_for_tat=3,always_defect=1"` (three episodes in four against tit-for-tat).
+
+    Args:
+      spec: the text.
+
+    Returns:
+      `(names, weights)`, each of length `K >= 1`.
+
+    Raises:
+      ConfigError: a missing `pool:` prefix, an empty pool, an unknown name (with the close
+        matches), a name given twice, or a weight that is not a non-negative number, or weights
+        that sum to 0.
+    """
+    if not isinstance(spec, str) or not spec.startswith(POOL_PREFIX):
+        raise ConfigError(
+            f"a pool must be written {POOL_PREFIX}NAME[=WEIGHT],... (e.g. "
+            f"{POOL_PREFIX}tit_for_tat,always_defect), got {spec!r}"
+        )
+    names, weights = [], []
+    for item in spec[len(POOL_PREFIX) :].split(","):
+        if not item.strip():
+            continue
+        name, _, raw = item.partition("=")
+        name = name.strip()
+        if name not in STRATEGIES:
+            close = difflib.get_close_matches(name, list(STRATEGIES), n=3, cutoff=0.4)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(
+                f"unknown co-player strategy {name!r} in {spec!r}.{hint} Known: "
+                f"{', '.join(STRATEGIES)}."
+            )
+        if name in names:
+            raise ConfigError(f"co-player strategy {name!r} is given twice in {spec!r}")
+        try:
+            weight = float(raw) if raw.strip() else 1.0
+        except ValueError:
+            weight = float("nan")
+        if not weight >= 0 or weight == float("inf"):
+            raise ConfigError(
+                f"the weight of {name!r} in {spec!r} must be a non-negative number, got {raw!r}"
+            )
+        names.append(name)
+        weights.append(weight)
+    if not names:
+        raise ConfigError(f"an empty pool {spec!r}: name at least one strategy")
+    if sum(weights) <= 0:
+        raise ConfigError(f"the weights of {spec!r} sum to 0; give one a positive weight")
+    return tuple(names), tuple(weights)
+
+
+def pool_from_spec(spec: str, num_actions: int) -> tuple[tuple[Strategy, ...], tuple[float, ...]]:
+    """The strategies and weights of a pool written as text (`parse_pool`).
+
+    Args:
+      spec: e.g. `"pool:tit_for_tat,always_defect=0.5"`.
+      num_actions: the game's number of actions `N` (for `random` and `cycle`).
+
+    Returns:
+      `(strategies, weights)` for `pool_strategy` / `make_pool_training`.
+    """
+    names, weights = parse_pool(spec)
+    return tuple(get_strategy(n, num_actions) for n in names), weights
 
 
 def agent_strategy(
@@ -227,7 +304,8 @@ def make_pool_training(
       A `PoolTraining`.
 
     Raises:
-      ConfigError: an unknown algorithm or a game without exactly two players.
+      ConfigError: an unknown algorithm, a game without exactly two players, or one that is
+        not a repeated matrix game.
       ValueError: an empty pool or bad weights (`pool_strategy`).
     """
     from marljax.agents import ALGORITHMS
@@ -242,6 +320,18 @@ def make_pool_training(
     spec = ALGORITHMS[algo]
     env = ScriptedCoPlayers(game, {1: pool_strategy(strategies, weights)})
     params = game.default_params() if env_params is None else env_params
+
+    def reset_and_step(key):  # scripted co-players read the previous joint action
+        state, _ = env.reset(key, params)
+        return env.step(key, state, jnp.zeros((1,), jnp.int32), params)
+
+    try:  # traced, not compiled
+        jax.eval_shape(reset_and_step, jax.random.PRNGKey(0))
+    except TypeError as err:
+        raise ConfigError(
+            f"a co-player pool needs a repeated matrix game (a state with the previous joint "
+            f"action), got {game.name}: {err}"
+        ) from None
     if agent_config is None:
         agent_config = spec.config_cls(**spec.config_defaults)
     agent = spec.factory(agent_config, env, params)

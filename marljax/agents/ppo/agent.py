@@ -45,6 +45,9 @@ class PPOParts(NamedTuple):
     actor_in: int
     critic_in: int
     data_axis: str | None
+    #: optional `(advantages [T, E, A], traj, hparams) -> [T, E, A]` applied after GAE (e.g.
+    #: Advantage Alignment's aligned advantages, `marljax.population.make_aa_ppo`).
+    advantage_transform: Any = None
 
     @property
     def add_id(self) -> bool:
@@ -277,6 +280,8 @@ def update(parts: PPOParts, state: PPOState, traj: Trajectory, hparams: PPOHPara
     advantages, returns, targets, old_values, value_norm = advantages_and_targets(
         parts, state, traj, hp
     )
+    if parts.advantage_transform is not None:
+        advantages = jax.lax.stop_gradient(parts.advantage_transform(advantages, traj, hp))
     obs = traj.observation
     batch = {
         "x_actor": actor_inputs(parts, obs.obs),
@@ -349,6 +354,7 @@ def make_ppo(
     *,
     policy_head: heads.PolicyHead | None = None,
     data_axis: str | None = None,
+    advantage_transform: Any = None,
 ) -> Agent:
     """Build a PPO-family agent for `env` (IPPO if `critic_input="local"`, MAPPO if "global").
 
@@ -365,6 +371,9 @@ def make_ppo(
         sets it through `Agent.data_parallel`): the mapped device axis whose shards together
         hold the rollout. Gradients, advantage normalisation and value-normalisation
         statistics are averaged over it, so every shard takes the whole batch's step.
+      advantage_transform: optional `(advantages [T, E, A], traj, hparams) -> [T, E, A]`
+        applied to the GAE advantages of every rollout before the PPO loss (e.g. the aligned
+        advantages of `marljax.population.make_aa_ppo`); default none.
 
     Returns:
       An `Agent` (see `marljax.agents.base`). Its `act` returns `policy_info = {"log_prob": [E, A],
@@ -407,7 +416,7 @@ def make_ppo(
         policy = heads.IndependentPolicy(head)
     parts = PPOParts(
         config, A, actor, critic, head, policy, len(obs_space.shape), len(state_space.shape),
-        actor_in, critic_in, data_axis,
+        actor_in, critic_in, data_axis, advantage_transform,
     )  # fmt: skip
     return Agent(
         init=functools.partial(init, parts),
@@ -418,7 +427,13 @@ def make_ppo(
         get_params=get_params,
         check_batch=functools.partial(check_batch, config),
         data_parallel=lambda axis, num_shards: make_ppo(
-            config, env, env_params, networks, policy_head=head, data_axis=axis
+            config,
+            env,
+            env_params,
+            networks,
+            policy_head=head,
+            data_axis=axis,
+            advantage_transform=advantage_transform,
         ),
     )
 
