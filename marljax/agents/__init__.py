@@ -10,6 +10,8 @@ from typing import Any
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.agents.coma import PRESETS as _COMA_PRESETS
 from marljax.agents.coma import COMAConfig, COMAHParams, coma, make_coma
+from marljax.agents.maddpg import PRESETS as _MADDPG_PRESETS
+from marljax.agents.maddpg import MADDPGConfig, MADDPGHParams, maddpg, make_maddpg
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
 from marljax.agents.ppo import (
     A2C_OVERRIDES,
@@ -183,6 +185,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "MASAC: HASAC's learner with all agents' actors updated simultaneously.",
         presets=offered(_SAC_PRESETS, {"sequential": False}),
     ),
+    "maddpg": AlgoSpec(
+        "maddpg",
+        MADDPGConfig,
+        MADDPGHParams,
+        make_maddpg,
+        {},
+        "MADDPG: deterministic actors (continuous actions), one centralised critic per agent on "
+        "the state and joint action, Polyak targets, Gaussian exploration (Lowe et al. 2017).",
+        presets=_MADDPG_PRESETS,
+    ),
 }
 
 
@@ -203,6 +215,8 @@ __all__ = [
     "AlgoSpec",
     "COMAConfig",
     "COMAHParams",
+    "MADDPGConfig",
+    "MADDPGHParams",
     "Observation",
     "PPOConfig",
     "PPOHParams",
@@ -223,7 +237,9 @@ __all__ = [
     "iql",
     "ippo",
     "maa2c",
+    "maddpg",
     "make_coma",
+    "make_maddpg",
     "make_pqn_vdn",
     "make_ppo",
     "make_q_learner",
