@@ -11,7 +11,7 @@
   `y_i = r_i + gamma (1 - terminated) Q'_i(x', mu'_1(o'_1), ..., mu'_A(o'_A))` (truncation
   bootstraps from the final observation).
 - Actor `i` ascends `Q_i` at the STORED joint action of a replay batch with its own slot set to
-  `mu_i(o_i)` (the deterministic policy gradient of eq. (6)), plus `actor_reg * mean(u_i^2)`.
+  `mu_i(o_i)` (the deterministic policy gradient of eq. (5)), plus `actor_reg * mean(u_i^2)`.
 - Exploration: clipped additive Gaussian noise in the unit box, std annealed linearly
   (`noise_start` -> `noise_finish` over `noise_anneal_steps`); uniform random actions during
   `warmup_steps`; greedy acting (`act(..., greedy=True)`) plays `mu_i(o_i)` without noise.

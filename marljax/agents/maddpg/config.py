@@ -150,9 +150,10 @@ PRESETS: dict[str, Preset] = {
         "MLPs) and its code openai/maddpg (experiments/train.py, maddpg/trainer/maddpg.py: "
         "gradient-norm clip 0.5, actor penalty 1e-3 * mean(u^2), 1M buffer, learning from "
         "batch x 25 = 25,600 transitions, one gradient step per 100 env steps of one env). "
+        "Here 4 envs x 25 steps per update and one gradient step per update keep that ratio. "
         "Not reproduced: the code's actors sample from a Gaussian head; here they are "
         "deterministic with additive Gaussian noise (noise_* hparams, std 0.1).",
-        train={"rollout_len": 25},
+        train={"num_envs": 4, "rollout_len": 25},
     ),
     "benchmarl": Preset(
         "benchmarl",

@@ -31,7 +31,7 @@ Array = jax.Array
 
 
 def td_target(r_t: Array, discount_t: Array, q_tp1: Array) -> Array:
-    """Each agent's one-step TD target of its centralised critic (no gradient flows through it):
+    """Each agent's one-step TD target of its centralised critic (no gradient flows through it).
 
         y_i = r_i + discount * Q'_i(x', a'_1, ..., a'_A),   a'_j = mu'_j(o'_j),
 
@@ -56,7 +56,7 @@ def td_target(r_t: Array, discount_t: Array, q_tp1: Array) -> Array:
 
 
 def critic_loss(q_t: Array, target_t: Array) -> Array:
-    """Each agent's critic regression loss (Lowe et al. 2017, eq. (6)):
+    """Each agent's critic regression loss (Lowe et al. 2017, eq. (6)).
 
         L_i = mean_b (Q_i(x_b, a_1b, ..., a_Ab) - y_ib)^2.
 
@@ -73,7 +73,7 @@ def critic_loss(q_t: Array, target_t: Array) -> Array:
 
 
 def actor_loss(q_t: Array, u_t: Array | None = None, reg: Array | float = 0.0) -> Array:
-    """Each agent's deterministic policy-gradient loss (Lowe et al. 2017, eq. (6)):
+    """Each agent's deterministic policy-gradient loss (Lowe et al. 2017, eq. (5)).
 
         L_i = -mean_b Q_i(x_b, a_1b, ..., mu_i(o_ib), ..., a_Ab) + reg * mean_{b,d} u_ibd^2,
 
