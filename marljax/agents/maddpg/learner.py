@@ -51,9 +51,9 @@ def to_items(model: MADDPGModel, traj: Trajectory, hp: MADDPGHParams) -> dict[st
     return jax.tree.map(lambda x: x.reshape(T * E, *x.shape[2:]), steps)
 
 
-def _apply_grads(model: MADDPGModel, tx, grads, opt_state, params):
-    """One optimiser step; per agent (own clipping) when the parameters are independent."""
-    if model.independent:
+def apply_grads(per_agent: bool, tx, grads, opt_state, params):
+    """One optimiser step; per agent (own clipping) when the parameters have an agent axis."""
+    if per_agent:
         updates, opt_state = jax.vmap(tx.update)(grads, opt_state, params)
     else:
         updates, opt_state = tx.update(grads, opt_state, params)
@@ -81,8 +81,12 @@ def critic_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams
 
     (_, (per_agent, q)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
     grads = common.data_mean(grads, data_axis)
-    params, opt_state = _apply_grads(
-        model, _optimizer(hp.critic_lr, hp), grads, state.critic_opt_state, state.critic_params
+    params, opt_state = apply_grads(
+        model.independent,
+        _optimizer(hp.critic_lr, hp),
+        grads,
+        state.critic_opt_state,
+        state.critic_params,
     )
     metrics = {
         "critic_loss": per_agent.mean(),
@@ -111,14 +115,26 @@ def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams,
 
     (_, per_agent), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.actor_params)
     grads = common.data_mean(grads, data_axis)
-    params, opt_state = _apply_grads(
-        model, _optimizer(hp.actor_lr, hp), grads, state.actor_opt_state, state.actor_params
+    params, opt_state = apply_grads(
+        model.independent,
+        _optimizer(hp.actor_lr, hp),
+        grads,
+        state.actor_opt_state,
+        state.actor_params,
     )
     metrics = {"actor_loss": per_agent.mean(), "actor_grad_norm": optax.global_norm(grads)}
     return state.replace(actor_params=params, actor_opt_state=opt_state), metrics
 
 
-def gradient_step(model: MADDPGModel, hp: MADDPGHParams, data_axis, state: MADDPGState, batch):
+def gradient_step(
+    model: MADDPGModel,
+    hp: MADDPGHParams,
+    data_axis,
+    state: MADDPGState,
+    batch,
+    critic_step=critic_step,
+    actor_step=actor_step,
+):
     """Critic step, actor step, Polyak update of the target actors and critics."""
     state, metrics = critic_step(model, state, batch, hp, data_axis)
     state, actor_metrics = actor_step(model, state, batch, hp, data_axis)
@@ -134,36 +150,106 @@ def gradient_step(model: MADDPGModel, hp: MADDPGHParams, data_axis, state: MADDP
     return state, metrics
 
 
-def _zero_metrics() -> dict[str, Array]:
-    names = ("critic_loss", "q_mean", "target_mean", "critic_grad_norm", "actor_loss",
-             "actor_grad_norm")  # fmt: skip
-    return {k: jnp.float32(0.0) for k in names}
+#: the metrics of one gradient step (zeros before learning starts)
+METRICS = ("critic_loss", "q_mean", "target_mean", "critic_grad_norm", "actor_loss",
+           "actor_grad_norm")  # fmt: skip
 
 
 def init_state(model: MADDPGModel, replay, key: Array, hparams: MADDPGHParams) -> MADDPGState:
-    """A fresh `MADDPGState`: actors, critics, their targets (copies), optimisers, buffer."""
+    """A fresh `MADDPGState`: actors, critics (`model.init_critics`), their targets (copies),
+    optimisers, buffer."""
     nets, A = model.nets, model.num_agents
     key_actor, key_critic = jax.random.split(key)
     init_actor = lambda k: nets.actor.init(k, jnp.zeros((1, nets.actor_in_dim)))  # noqa: E731
-    init_critic = lambda k: nets.critic.init(k, jnp.zeros((1, nets.critic_in_dim)))  # noqa: E731
     actor_params = common.init_per_agent(init_actor, key_actor, A, model.independent)
-    critic_params = common.init_per_agent(init_critic, key_critic, A, model.independent)
+    critic_params = model.init_critics(key_critic)
 
-    def init_opt(lr, params):
+    def init_opt(lr, params, per_agent):
         tx = _optimizer(lr, hparams)
-        return jax.vmap(tx.init)(params) if model.independent else tx.init(params)
+        return jax.vmap(tx.init)(params) if per_agent else tx.init(params)
 
     return MADDPGState(
         actor_params=actor_params,
         critic_params=critic_params,
         target_actor_params=actor_params,
         target_critic_params=critic_params,
-        actor_opt_state=init_opt(hparams.actor_lr, actor_params),
-        critic_opt_state=init_opt(hparams.critic_lr, critic_params),
+        actor_opt_state=init_opt(hparams.actor_lr, actor_params, model.independent),
+        critic_opt_state=init_opt(hparams.critic_lr, critic_params, model.critics_per_agent),
         replay=replay.init(model.example_item()),
         env_steps=jnp.int32(0),
         grad_steps=jnp.int32(0),
         num_updates=jnp.int32(0),
+    )
+
+
+def make_ddpg_agent(
+    config: MADDPGConfig,
+    model: MADDPGModel,
+    *,
+    critic_step=critic_step,
+    actor_step=actor_step,
+    metric_names: tuple[str, ...] = METRICS,
+    default_hparams=MADDPGHParams,
+    rebuild,
+    data_axis: str | None = None,
+) -> Agent:
+    """The `Agent` of a deterministic-actor learner (MADDPG, FACMAC): acting, replay and the
+    off-policy update loop around `critic_step` and `actor_step`.
+
+    Args:
+      config: the static config (a `MADDPGConfig` or a subclass).
+      model: the networks as applied by the learner (`MADDPGModel` or a subclass).
+      critic_step, actor_step: `(model, state, batch, hparams, data_axis) -> (state, metrics)`.
+      metric_names: the names of the metrics the two steps return.
+      default_hparams: the hparams class (`MADDPGHParams` or a subclass).
+      rebuild: `(config, data_axis) -> Agent`, the same learner for one data-parallel shard.
+      data_axis: the data-parallel device axis (see `make_maddpg`).
+    """
+    replay = make_replay(config.buffer_size, config.batch_size)
+
+    def act(state: MADDPGState, carry, observation: Observation, key, hparams, greedy=False):
+        u = model.actor_all(state.actor_params, model.inputs(observation.obs))  # [E, A, D]
+        mode = model.to_env(jnp.tanh(u))
+        if greedy:
+            return mode, carry, {"mode": mode}
+        key_noise, key_random = jax.random.split(key)
+        std = noise_std(hparams, state.env_steps)
+        a = jnp.clip(jnp.tanh(u) + std * jax.random.normal(key_noise, u.shape), -1.0, 1.0)
+        rand = jax.random.uniform(key_random, u.shape, minval=-1.0, maxval=1.0)
+        a = jnp.where(state.env_steps < config.warmup_steps, rand, a)
+        return model.to_env(a), carry, {"mode": mode}
+
+    def step(s, b, hparams):
+        return gradient_step(model, hparams, data_axis, s, b, critic_step, actor_step)
+
+    def update(state: MADDPGState, traj: Trajectory, hparams, key: Array):
+        T, E = traj.reward.shape[:2]
+        replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
+        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
+        learner, metrics = offpolicy.learn_from_replay(
+            replay,
+            replay_state,
+            state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
+            key,
+            env_steps=env_steps,
+            learning_starts=config.warmup_steps,
+            num_steps=max(1, int(round(config.utd_ratio * T))),
+            gradient_step=lambda s, b, k: step(s, b, hparams),
+            zero_metrics=lambda: {k: jnp.float32(0.0) for k in metric_names},
+        )
+        metrics["noise_std"] = noise_std(hparams, env_steps)
+        return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
+
+    return Agent(
+        init=lambda key, hparams: init_state(model, replay, key, hparams),
+        initial_carry=lambda num_envs: (),
+        act=act,
+        update=update,
+        default_hparams=default_hparams,
+        get_params=lambda s: AgentParams(policy=s.actor_params, critic=s.critic_params),
+        data_parallel=lambda axis, num_shards: rebuild(
+            offpolicy.shard_config(config, num_shards), axis
+        ),
     )
 
 
@@ -196,49 +282,11 @@ def make_maddpg(
       ValueError: an action space that is not a bounded 1-D `Box`.
     """
     env_params = env.default_params() if env_params is None else env_params
-    model = make_maddpg_model(config, env, env_params)
-    replay = make_replay(config.buffer_size, config.batch_size)
-
-    def act(state: MADDPGState, carry, observation: Observation, key, hparams, greedy=False):
-        u = model.actor_all(state.actor_params, model.inputs(observation.obs))  # [E, A, D]
-        mode = model.to_env(jnp.tanh(u))
-        if greedy:
-            return mode, carry, {"mode": mode}
-        key_noise, key_random = jax.random.split(key)
-        std = noise_std(hparams, state.env_steps)
-        a = jnp.clip(jnp.tanh(u) + std * jax.random.normal(key_noise, u.shape), -1.0, 1.0)
-        rand = jax.random.uniform(key_random, u.shape, minval=-1.0, maxval=1.0)
-        a = jnp.where(state.env_steps < config.warmup_steps, rand, a)
-        return model.to_env(a), carry, {"mode": mode}
-
-    def update(state: MADDPGState, traj: Trajectory, hparams: MADDPGHParams, key: Array):
-        T, E = traj.reward.shape[:2]
-        replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
-        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
-        learner, metrics = offpolicy.learn_from_replay(
-            replay,
-            replay_state,
-            state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
-            key,
-            env_steps=env_steps,
-            learning_starts=config.warmup_steps,
-            num_steps=max(1, int(round(config.utd_ratio * T))),
-            gradient_step=lambda s, b, k: gradient_step(model, hparams, data_axis, s, b),
-            zero_metrics=_zero_metrics,
-        )
-        metrics["noise_std"] = noise_std(hparams, env_steps)
-        return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
-
-    return Agent(
-        init=lambda key, hparams: init_state(model, replay, key, hparams),
-        initial_carry=lambda num_envs: (),
-        act=act,
-        update=update,
-        default_hparams=MADDPGHParams,
-        get_params=lambda s: AgentParams(policy=s.actor_params, critic=s.critic_params),
-        data_parallel=lambda axis, num_shards: make_maddpg(
-            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
-        ),
+    return make_ddpg_agent(
+        config,
+        make_maddpg_model(config, env, env_params),
+        rebuild=lambda cfg, axis: make_maddpg(cfg, env, env_params, data_axis=axis),
+        data_axis=data_axis,
     )
 
 
@@ -248,10 +296,13 @@ def maddpg(env: Environment, env_params: EnvParams | None = None, **config: Any)
 
 
 __all__ = [
+    "METRICS",
     "actor_step",
+    "apply_grads",
     "critic_step",
     "gradient_step",
     "init_state",
+    "make_ddpg_agent",
     "make_maddpg",
     "maddpg",
     "noise_std",

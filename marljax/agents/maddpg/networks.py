@@ -106,6 +106,17 @@ class MADDPGModel:
     def independent(self) -> bool:
         return self.config.parameter_mode == "independent"
 
+    @property
+    def critics_per_agent(self) -> bool:
+        """The critic parameters have a leading agent axis (one optimiser state per agent)."""
+        return self.independent
+
+    def init_critics(self, key: Array) -> Any:
+        """Fresh critic parameters: one critic per agent (stacked) or one shared critic."""
+        nets = self.nets
+        init = lambda k: nets.critic.init(k, jnp.zeros((1, nets.critic_in_dim)))  # noqa: E731
+        return common.init_per_agent(init, key, self.num_agents, self.independent)
+
     def inputs(self, obs: Array) -> Array:
         """`[..., A, *obs_shape]` -> `[..., A, D_in]` actor inputs."""
         add_id = self.config.parameter_mode == "shared_id"
