@@ -29,6 +29,7 @@ ENVS = {
     "PQNConfig": (("matrix/climbing-v0", {}), {}),
     "SACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "MADDPGConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
+    "FACMACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
 }
 
 

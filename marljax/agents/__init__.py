@@ -10,6 +10,8 @@ from typing import Any
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.agents.coma import PRESETS as _COMA_PRESETS
 from marljax.agents.coma import COMAConfig, COMAHParams, coma, make_coma
+from marljax.agents.facmac import PRESETS as _FACMAC_PRESETS
+from marljax.agents.facmac import FACMACConfig, FACMACHParams, facmac, make_facmac
 from marljax.agents.maddpg import PRESETS as _MADDPG_PRESETS
 from marljax.agents.maddpg import MADDPGConfig, MADDPGHParams, maddpg, make_maddpg
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
@@ -195,6 +197,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "the state and joint action, Polyak targets, Gaussian exploration (Lowe et al. 2017).",
         presets=_MADDPG_PRESETS,
     ),
+    "facmac": AlgoSpec(
+        "facmac",
+        FACMACConfig,
+        FACMACHParams,
+        make_facmac,
+        {},
+        "FACMAC: MADDPG's deterministic actors with per-agent utilities mixed by QMIX into "
+        "Q_tot and a centralised policy gradient through the mixer (Peng et al. 2021).",
+        presets=_FACMAC_PRESETS,
+    ),
 }
 
 
@@ -215,6 +227,8 @@ __all__ = [
     "AlgoSpec",
     "COMAConfig",
     "COMAHParams",
+    "FACMACConfig",
+    "FACMACHParams",
     "MADDPGConfig",
     "MADDPGHParams",
     "Observation",
@@ -232,6 +246,7 @@ __all__ = [
     "Trajectory",
     "algo_spec",
     "coma",
+    "facmac",
     "hasac",
     "ia2c",
     "iql",
@@ -239,6 +254,7 @@ __all__ = [
     "maa2c",
     "maddpg",
     "make_coma",
+    "make_facmac",
     "make_maddpg",
     "make_pqn_vdn",
     "make_ppo",
