@@ -7,10 +7,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_data_parallel import D, over_shards, split_traj
 
 import marljax
 from marljax.agents import algo_spec
-from marljax.agents.base import Observation
+from marljax.agents.base import Observation, Trajectory
 from marljax.agents.maddpg import (
     MADDPGConfig,
     MADDPGHParams,
@@ -24,6 +25,7 @@ from marljax.agents.maddpg import (
 from marljax.checkpoint import Checkpointer
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams, TimeStep
+from marljax.execute import ENVS_AXIS
 from marljax.train import TrainConfig, make_train
 
 # ----------------------------------------------------------------------------- pure losses
@@ -154,6 +156,57 @@ def test_state_round_trips_through_a_checkpoint(follow_the_leader, tmp_path):
     key = jax.random.PRNGKey(3)
     a0 = agent.act(s, (), OBS, key, hp)[0]
     np.testing.assert_array_equal(np.asarray(agent.act(back, (), OBS, key, hp)[0]), a0)
+
+
+def random_traj(env, params, T: int, E: int) -> Trajectory:
+    """A `[T, E]` trajectory of random observations, actions in the box and rewards."""
+    A = env.num_agents
+    k = iter(jax.random.split(jax.random.PRNGKey(1), 5))
+    obs_shape = (T, E, A, *env.observation_space(params).shape)
+    gs_shape = (T, E, *env.global_state_space(params).shape)
+    obs = Observation(jax.random.normal(next(k), obs_shape), jnp.zeros((T, E, A, 0), bool),
+                      jax.random.normal(next(k), gs_shape), jnp.zeros((T, E), bool))  # fmt: skip
+    box = env.action_space(params)
+    return Trajectory(
+        observation=obs,
+        actions=jax.random.uniform(next(k), (T, E, A, *box.shape), minval=box.low, maxval=box.high),
+        reward=jax.random.normal(next(k), (T, E, A)),
+        terminated=jnp.zeros((T, E), bool),
+        truncated=jnp.zeros((T, E), bool),
+        next_obs=obs.obs + 0.1,
+        next_global_state=obs.global_state + 0.1,
+        next_action_mask=obs.action_mask,
+        policy_info={},
+        last_observation=jax.tree.map(lambda x: x[-1], obs),
+        initial_carry=(),
+    )
+
+
+def test_data_parallel_shards_count_every_env_step_and_stay_identical():
+    """2 shards with different replay data and keys: gradients averaged over the axis keep the
+    actors, critics and targets identical; the step counter (warm-up, noise) counts both."""
+    env, params = marljax.make("particle/simple_spread_continuous-v0", max_steps=10)
+    config = MADDPGConfig(hidden_sizes=(8,), warmup_steps=0, buffer_size=16, batch_size=4,
+                          utd_ratio=0.4)  # fmt: skip
+    agent = make_maddpg(config, env, params)
+    sharded = agent.data_parallel(ENVS_AXIS, D)
+    hp = agent.default_hparams()
+    local = jax.jit(sharded.init)(jax.random.PRNGKey(0), hp)
+    assert local.replay.data["obs"].shape[0] == 8  # half the buffer per shard
+    traj = random_traj(env, params, 5, 8)
+    keys = jax.random.split(jax.random.PRNGKey(3), D)  # a different key on each shard
+    update = lambda t, k: sharded.update(local, t, hp, k)  # noqa: E731
+    got, _ = jax.jit(lambda t, k: over_shards(update, t, k))(split_traj(traj), keys)
+    np.testing.assert_array_equal(got.env_steps, [5 * 8, 5 * 8])  # every shard's steps
+    assert int(got.grad_steps[0]) == 2
+    learned = (got.actor_params, got.critic_params, got.target_actor_params,
+               got.target_critic_params)  # fmt: skip
+    for leaf in jax.tree.leaves(learned):
+        np.testing.assert_array_equal(leaf[0], leaf[1])
+    moved = [float(jnp.abs(a[0] - b).max())
+             for a, b in zip(jax.tree.leaves(got.actor_params), jax.tree.leaves(local.actor_params))]  # fmt: skip
+    assert max(moved) > 0
+    assert not np.array_equal(got.replay.data["obs"][0], got.replay.data["obs"][1])
 
 
 # ----------------------------------------------------------------------------- bad input
