@@ -131,14 +131,16 @@ def test_centralised_critic_leads_both_agents_to_the_joint_optimum(follow_the_le
     env, cfg, hp, agent, s, m = follow_the_leader
     played = np.asarray(m["episode_return"])
     assert np.mean(played[:10]) < 0.0  # uniform warm-up actions: about -0.2
-    assert np.mean(played[-10:]) > 0.9
+    assert np.mean(played[-10:]) > 0.88  # 0.90-0.98 over 6 other seeds
     greedy, _, _ = agent.act(s, (), OBS, jax.random.PRNGKey(1), hp, greedy=True)
-    np.testing.assert_allclose(np.asarray(greedy)[0, :, 0], [0.8, 0.8], atol=0.06)
+    a0, a1 = np.asarray(greedy)[0, :, 0]
+    # seed 0: within 0.06 of (0.8, 0.8); 6 other seeds: a0 in [0.67, 0.81], |a1 - a0| <= 0.07
+    assert abs(a0 - 0.8) < 0.2 and abs(a1 - a0) < 0.1, (a0, a1)
     model = make_maddpg_model(cfg, env)
     view = jnp.ones((2, 1))
     joint = model.to_unit(jnp.array([[[0.8], [0.8]], [[0.8], [0.3]]]))  # agent 1 at 0.8 / 0.3
     q = np.asarray(model.critic_all(s.critic_params, view, joint))  # [B, A]
-    assert q[0, 0] > q[1, 0] + 0.3, q  # true values 1 and 0
+    assert q[0, 0] > q[1, 0] + 0.3, q  # true values 1 and 0 (6 other seeds: 0.96-1.0, <= -0.03)
 
 
 def test_state_round_trips_through_a_checkpoint(follow_the_leader, tmp_path):

@@ -48,12 +48,12 @@ def _box(env: Environment, env_params: EnvParams) -> spaces.Box:
     act_space = env.action_space(env_params)
     if not isinstance(act_space, spaces.Box) or len(act_space.shape) != 1:
         raise ValueError(
-            f"MADDPG needs 1-D continuous (Box) actions; {env.name} has {act_space}. For "
+            f"MADDPG and FACMAC need 1-D continuous (Box) actions; {env.name} has {act_space}. For "
             "discrete actions use qmix / vdn / iql, coma, or hasac / masac."
         )
     if not (np.isfinite(np.asarray(act_space.low)).all() and np.isfinite(act_space.high).all()):
         raise ValueError(
-            f"MADDPG squashes actions into a bounded box; {env.name}'s action box {act_space} "
+            f"MADDPG and FACMAC squash actions into a bounded box; {env.name}'s action box {act_space} "
             "has infinite bounds"
         )
     return act_space
