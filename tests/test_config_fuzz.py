@@ -349,6 +349,8 @@ def test_param_ranges_and_help_live_in_the_class_not_in_a_table():
         ("qmix", "agent", "learning_starts", -1),
         ("hasac", "agent", "utd_ratio", 0.0),
         ("mappo", "agent", "num_minibatches", 0),
+        ("maddpg", "hparams", "noise_start", -0.1),
+        ("facmac", "agent", "hypernet_layers", 3),
     ],
 )
 def test_out_of_range_fields_fail_naming_the_key(algo, where, key, value):

@@ -28,6 +28,8 @@ ENVS = {
     "COMAConfig": (("matrix/climbing-v0", {}), {}),
     "PQNConfig": (("matrix/climbing-v0", {}), {}),
     "SACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
+    "MADDPGConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
+    "FACMACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
 }
 
 

@@ -10,6 +10,10 @@ from typing import Any
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.agents.coma import PRESETS as _COMA_PRESETS
 from marljax.agents.coma import COMAConfig, COMAHParams, coma, make_coma
+from marljax.agents.facmac import PRESETS as _FACMAC_PRESETS
+from marljax.agents.facmac import FACMACConfig, FACMACHParams, facmac, make_facmac
+from marljax.agents.maddpg import PRESETS as _MADDPG_PRESETS
+from marljax.agents.maddpg import MADDPGConfig, MADDPGHParams, maddpg, make_maddpg
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
 from marljax.agents.ppo import (
     A2C_OVERRIDES,
@@ -183,6 +187,26 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "MASAC: HASAC's learner with all agents' actors updated simultaneously.",
         presets=offered(_SAC_PRESETS, {"sequential": False}),
     ),
+    "maddpg": AlgoSpec(
+        "maddpg",
+        MADDPGConfig,
+        MADDPGHParams,
+        make_maddpg,
+        {},
+        "MADDPG: deterministic actors (continuous actions), one centralised critic per agent on "
+        "the state and joint action, Polyak targets, Gaussian exploration (Lowe et al. 2017).",
+        presets=_MADDPG_PRESETS,
+    ),
+    "facmac": AlgoSpec(
+        "facmac",
+        FACMACConfig,
+        FACMACHParams,
+        make_facmac,
+        {},
+        "FACMAC: MADDPG's deterministic actors with per-agent utilities mixed by QMIX into "
+        "Q_tot and a centralised policy gradient through the mixer (Peng et al. 2021).",
+        presets=_FACMAC_PRESETS,
+    ),
 }
 
 
@@ -203,6 +227,10 @@ __all__ = [
     "AlgoSpec",
     "COMAConfig",
     "COMAHParams",
+    "FACMACConfig",
+    "FACMACHParams",
+    "MADDPGConfig",
+    "MADDPGHParams",
     "Observation",
     "PPOConfig",
     "PPOHParams",
@@ -218,12 +246,16 @@ __all__ = [
     "Trajectory",
     "algo_spec",
     "coma",
+    "facmac",
     "hasac",
     "ia2c",
     "iql",
     "ippo",
     "maa2c",
+    "maddpg",
     "make_coma",
+    "make_facmac",
+    "make_maddpg",
     "make_pqn_vdn",
     "make_ppo",
     "make_q_learner",

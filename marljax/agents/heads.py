@@ -130,6 +130,16 @@ class DiagGaussian(_Sampled):
         return self.mean
 
 
+def to_box(a: Array, low: Array, high: Array) -> Array:
+    """Actions in the unit box `[-1, 1]` -> the action box `[low, high]` (affine)."""
+    return low + (a + 1.0) * 0.5 * (high - low)
+
+
+def from_box(a: Array, low: Array, high: Array) -> Array:
+    """Actions in the box `[low, high]` -> the unit box `[-1, 1]` (the inverse of `to_box`)."""
+    return 2.0 * (a - low) / (high - low) - 1.0
+
+
 class RescaledTanhGaussian:
     """`distributions.TanhGaussian` mapped affinely from `(-1, 1)` to the box `[low, high]`.
 
@@ -142,10 +152,10 @@ class RescaledTanhGaussian:
         self.low, self.high = low, high
 
     def _to_box(self, a: Array) -> Array:
-        return self.low + (a + 1.0) * 0.5 * (self.high - self.low)
+        return to_box(a, self.low, self.high)
 
     def _from_box(self, a: Array) -> Array:
-        return 2.0 * (a - self.low) / (self.high - self.low) - 1.0
+        return from_box(a, self.low, self.high)
 
     def sample(self, key: Array) -> Array:
         return self._to_box(self.dist.sample(key))
@@ -366,6 +376,8 @@ __all__ = [
     "RescaledTanhGaussian",
     "TanhGaussianHead",
     "check_head",
+    "from_box",
     "head_for_space",
     "pack_actor_params",
+    "to_box",
 ]

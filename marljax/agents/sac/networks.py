@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax import distributions
-from marljax.agents import common
+from marljax.agents import common, heads
 from marljax.agents.sac.config import LOG_STD_MAX, LOG_STD_MIN, SACConfig, SACHParams, SACState
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
@@ -149,11 +149,11 @@ class SACModel:
 
     def to_unit(self, a: Array) -> Array:
         """Env-unit actions -> `[-1, 1]`."""
-        return 2.0 * (a - self.low) / (self.high - self.low) - 1.0
+        return heads.from_box(a, self.low, self.high)
 
     def to_env(self, a: Array) -> Array:
         """`[-1, 1]` actions -> env units (the action box)."""
-        return self.low + (a + 1.0) * 0.5 * (self.high - self.low)
+        return heads.to_box(a, self.low, self.high)
 
     def sample_all(self, params: Any, x: Array, mask: Array, key: Array) -> tuple[Array, Array]:
         """Actions `[B, A(, D)]` (unit scale) and their log-probabilities `[B, A]`."""

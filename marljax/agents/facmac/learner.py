@@ -1,0 +1,137 @@
+"""The FACMAC factory: MADDPG's deterministic actors, replay and update loop
+(`marljax.agents.maddpg.make_ddpg_agent`) with a mixed critic and the centralised policy gradient.
+
+One gradient step: the utilities and the mixer regress `Q_tot` of the stored joint action on
+`r + gamma (1 - terminated) Q'_tot(s', mu'(o'))` (the value-based learner's `mixed_td_loss`,
+team reward = the mean of the agents' rewards); then all actors ascend `Q_tot` of the joint
+action of the CURRENT policies (`loss.centralised_actor_loss`); then the targets move (Polyak).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from marljax.agents import common
+from marljax.agents.base import Agent
+from marljax.agents.facmac import loss as floss
+from marljax.agents.facmac.config import FACMACConfig, FACMACHParams
+from marljax.agents.facmac.networks import FACMACModel, make_facmac_model
+from marljax.agents.maddpg.config import MADDPGState
+from marljax.agents.maddpg.learner import apply_grads, make_ddpg_agent
+from marljax.agents.qlearning.loss import mixed_td_loss
+from marljax.core.types import Environment, EnvParams
+
+Array = jax.Array
+
+
+def _optimizer(lr: Array, hp: FACMACHParams) -> optax.GradientTransformation:
+    return common.make_optimizer(lr, hp.max_grad_norm, kind="adam", eps=hp.adam_eps)
+
+
+def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, data_axis):
+    """One step of the utilities and the mixer on the mixed one-step TD loss."""
+    view = model.critic_view(batch["obs"], batch["state"])
+    view_next = model.critic_view(batch["next_obs"], batch["next_state"])
+    x, x_next = model.inputs(batch["obs"]), model.inputs(batch["next_obs"])
+    a_next = jnp.tanh(model.actor_all(state.target_actor_params, x_next))
+    target = state.target_critic_params
+    v = model.utilities(target["utility"], x_next, a_next)  # [B, A]
+    terminated = batch["terminated"][None] > 0.5
+    truncated = jnp.zeros_like(terminated)  # one-step targets: truncation bootstraps anyway
+
+    def loss_fn(params):
+        q = model.utilities(params["utility"], x, batch["actions"])
+        return mixed_td_loss(
+            q[None],
+            v[None],
+            batch["reward"][None],
+            terminated,
+            truncated,
+            hp.gamma,
+            mix_tm1=lambda u: model.mix(params["mixer"], u, view[None]),
+            mix_t=lambda u: model.mix(target["mixer"], u, view_next[None]),
+        )
+
+    (loss, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
+    grads = common.data_mean(grads, data_axis)
+    params, opt_state = apply_grads(
+        False, _optimizer(hp.critic_lr, hp), grads, state.critic_opt_state, state.critic_params
+    )
+    metrics = {
+        "critic_loss": loss,
+        "q_mean": m["q_taken"],
+        "target_mean": m["target_mean"],
+        "critic_grad_norm": optax.global_norm(grads),
+    }
+    return state.replace(critic_params=params, critic_opt_state=opt_state), metrics
+
+
+def actor_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, data_axis):
+    """One step of all actors on `loss.centralised_actor_loss` through the (just updated) mixer."""
+    view = model.critic_view(batch["obs"], batch["state"])
+    x = model.inputs(batch["obs"])
+
+    def loss_fn(params):
+        a = jnp.tanh(model.actor_all(params, x))  # [B, A, D]
+        return floss.centralised_actor_loss(
+            model.q_tot(state.critic_params, view, x, a), a, hp.actor_reg
+        )
+
+    loss, grads = jax.value_and_grad(loss_fn)(state.actor_params)
+    grads = common.data_mean(grads, data_axis)
+    params, opt_state = apply_grads(
+        model.independent,
+        _optimizer(hp.actor_lr, hp),
+        grads,
+        state.actor_opt_state,
+        state.actor_params,
+    )
+    metrics = {"actor_loss": loss, "actor_grad_norm": optax.global_norm(grads)}
+    return state.replace(actor_params=params, actor_opt_state=opt_state), metrics
+
+
+def make_facmac(
+    config: FACMACConfig,
+    env: Environment,
+    env_params: EnvParams | None = None,
+    *,
+    data_axis: str | None = None,
+) -> Agent:
+    """Build a FACMAC agent for `env` (continuous 1-D box actions; cooperative: one team reward).
+
+    Args:
+      config: static structure (a `MADDPGConfig` with the mixer's fields).
+      env: the environment.
+      env_params: params used to read the spaces (default: `env.default_params()`).
+      data_axis: the data-parallel device axis (see `marljax.agents.maddpg.make_maddpg`).
+
+    Returns:
+      An `Agent` acting as MADDPG's (noisy deterministic actors; noiseless with
+      `greedy=True`); `get_params` gives `AgentParams(policy=actors, critic={"utility",
+      "mixer"})`; `default_hparams` is `FACMACHParams`.
+
+    Raises:
+      ValueError: an action space that is not a bounded 1-D `Box`.
+    """
+    env_params = env.default_params() if env_params is None else env_params
+    return make_ddpg_agent(
+        config,
+        make_facmac_model(config, env, env_params),
+        critic_step=critic_step,
+        actor_step=actor_step,
+        default_hparams=FACMACHParams,
+        rebuild=lambda cfg, axis: make_facmac(cfg, env, env_params, data_axis=axis),
+        data_axis=data_axis,
+    )
+
+
+def facmac(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
+    """FACMAC with `FACMACConfig(**config)`."""
+    return make_facmac(FACMACConfig(**config), env, env_params)
+
+
+__all__ = ["actor_step", "critic_step", "facmac", "make_facmac"]
