@@ -49,7 +49,7 @@ from marljax.evaluation.population import (
 )
 from marljax.train import TrainConfig, make_train
 
-REFERENCE_BOTS = ("randbot", "iocainebot", "greenberg")
+REFERENCE_BOTS = ("randbot", "iocainebot", "halbot", "greenberg")
 
 
 #: 97.5 % quantiles of Student's t for 1..10 degrees of freedom (then about 1.96)
