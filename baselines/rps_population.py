@@ -11,14 +11,21 @@ trained seed plays every bot in ONE compiled program (`population_returns_over_s
 per-bot table and the three metrics are printed with 95 % confidence intervals over seeds.
 
 With `--heldout K`, the last K bots of the population (in the competition's table order, or
-those named by `--heldout-bots`) are left out of training and the metrics are also reported on
-them alone: how the agent generalises to opponents it never met.
+those named by `--heldout-bots`, or K drawn at random with `--heldout-random K`) are left out of
+training and the metrics are also reported on them alone: how the agent generalises to opponents
+it never met.
+
+`--train-rounds N` trains on matches of N throws against bots built for N-throw matches, which
+costs less per throw (several bots do work proportional to the match length on every throw);
+evaluation stays on `--rounds` (1000, the paper's protocol). The observation (the last joint
+move) does not depend on the match length, so the trained policy plays either.
 
 M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark
 for Multiagent Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
 
-    python baselines/rps_population.py [--rounds 1000] [--updates 100] [--seeds 3]
-        [--envs 16] [--episodes 8] [--heldout 10 | --heldout-bots iocainebot,greenberg]
+    python baselines/rps_population.py [--rounds 1000] [--train-rounds 100] [--updates 100]
+        [--seeds 3] [--envs 16] [--episodes 8]
+        [--heldout 10 | --heldout-bots iocainebot,greenberg | --heldout-random 21]
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from marljax.evaluation.population import (
 )
 from marljax.train import TrainConfig, make_train
 
-REFERENCE_BOTS = ("randbot", "iocainebot", "greenberg")
+REFERENCE_BOTS = ("randbot", "iocainebot", "halbot", "greenberg")
 
 
 #: 97.5 % quantiles of Student's t for 1..10 degrees of freedom (then about 1.96)
@@ -78,19 +85,29 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8, help="evaluation matches per bot")
     parser.add_argument("--heldout", type=int, default=0, help="leave the last K bots out")
     parser.add_argument("--heldout-bots", default="", help="comma-separated held-out bots")
+    parser.add_argument("--heldout-random", type=int, default=0, help="hold out K random bots")
+    parser.add_argument("--train-rounds", type=int, default=0, help="training match length")
     args = parser.parse_args()
 
     env, params = marljax.make(
         "matrix/rrps_population-v0", num_rounds=args.rounds, num_throws=args.rounds
     )
+    train_rounds = args.train_rounds or args.rounds
+    train_env, train_params = marljax.make(
+        "matrix/rrps_population-v0", num_rounds=train_rounds, num_throws=train_rounds
+    )
     held = [b for b in args.heldout_bots.split(",") if b] or list(
         env.bots[len(env.bots) - args.heldout :] if args.heldout else []
     )
+    if args.heldout_random:
+        rng = np.random.default_rng(0)
+        held = sorted(rng.choice(env.bots, args.heldout_random, replace=False).tolist())
+        print(f"held out (random, rng seed 0): {', '.join(held)}")
     train_bots = [b for b in env.bots if b not in held]
     weights = jnp.asarray([float(b in train_bots) for b in env.bots])
-    train_params = params.replace(bot_weights=weights)
+    train_params = train_params.replace(bot_weights=weights)
     agent = ippo(
-        env,
+        train_env,
         train_params,
         recurrent=True,
         hidden_sizes=(64,),
@@ -101,14 +118,15 @@ def main() -> None:
     )
     config = TrainConfig(
         num_envs=args.envs,
-        rollout_len=args.rounds,
-        total_env_steps=args.envs * args.rounds * args.updates,
+        rollout_len=train_rounds,
+        total_env_steps=args.envs * train_rounds * args.updates,
     )
     hparams = PPOHParams(lr=1e-3, gamma=0.99, ent_coef=0.01)
-    train = jax.jit(make_train(config, env, agent, train_params).train)
+    train = jax.jit(make_train(config, train_env, agent, train_params).train)
     print(
         f"recurrent IPPO vs {len(train_bots)} training bots ({len(held)} held out), "
-        f"{args.rounds} throws per match, {config.num_updates} updates x "
+        f"{train_rounds} throws per training match, {args.rounds} per evaluation match, "
+        f"{config.num_updates} updates x "
         f"{config.steps_per_update} env steps, {args.seeds} seeds"
     )
 

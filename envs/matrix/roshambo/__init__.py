@@ -3,7 +3,7 @@
 Lanctot et al. (2023) evaluate agents in repeated Rock-Paper-Scissors against the 43 bots of the
 1999 competition (D. Billings) plus Greenberg (A. Nagorko, winner in 2000), as shipped with
 OpenSpiel, in matches of 1000 throws. `COMPETITION_NAMES` lists those 43, under the names of
-the original C functions (OpenSpiel's names). `BOTS` holds the ones ported so far; each follows
+the original C functions (OpenSpiel's names). `BOTS` holds them all; each follows
 its original's logic (the competition's public source, `rsb-ts1.c`), reads the match history in
 the original's layout and draws its randomness like the original's `random()` calls, so that with
 the same draws it makes the same moves (checked throw by throw in `tests/test_rps_parity.py`
@@ -32,6 +32,7 @@ driftbot                Copy-drift            Darse Billings        faithful
 addshiftbot3            Add-react             Darse Billings        faithful
 adddriftbot2            Add-drift             Darse Billings        faithful
 iocainebot              Iocaine Powder        Dan Egnor             faithful    (2)
+halbot                  MegaHAL               Jason Hutchens        faithful    (12)
 russrocker4             RussRocker4           Russ Williams         faithful
 biopic                  Biopic                Jonathan Schaeffer    faithful    (2)
 boom                    Boom                  Jack van Rijswijk     faithful    (10)
@@ -85,8 +86,13 @@ sunnervebot             Bugbrain              Sunir Shah            faithful    
     process and carries its strategies from match to match; the port starts each match fresh.
     Its first throw reads up to 961 draws (`num_random`).
 
-Not yet ported (it raises `NotImplementedError` by name): halbot (MegaHAL, a conversation-model
-trie grown with `malloc`, the largest of the entries).
+(12) Its trie of contexts (grown with `malloc`, counted over a sliding window of 200 throws) is
+    evaluated from suffix matches (same counts), and its `qsort` of the contexts is replaced by
+    taking the best-ranked one (the comparator's order is total, so the result is the same);
+    see `megahal`.
+
+All 43 are ported; `MISSING` is empty (a competition bot not yet ported would raise
+`NotImplementedError` by name).
 
 References:
   M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark

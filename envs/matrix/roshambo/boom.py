@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.envs.matrix.roshambo.base import biased_roshambo, i32
+from marljax.envs.matrix.roshambo.base import biased_roshambo, count_matmul, i32
 
 Array = jax.Array
 
@@ -71,27 +71,34 @@ def _flat_read(stats: Array, lag: Array, a: Array, b: Array) -> Array:
 
 
 def _pick(cands: Array, w: Array, best: Array, cur: tuple):
-    """Scan candidates in order, keeping strict improvements of `w > best`."""
+    """Scan candidates in order, keeping strict improvements of `w > best`.
 
-    def body(carry, x):
-        best, pr, pp, ps, fo, fm, fl = carry
-        wi, counts, meta = x
-        t = counts.sum().astype(jnp.float32)
-        c = counts.astype(jnp.float32)
-        better = wi > best
-        sel = lambda new, old: jnp.where(better, new, old)  # noqa: E731
-        return (
-            sel(wi, best),
-            sel(c[0] / t, pr),
-            sel(c[1] / t, pp),
-            sel(c[2] / t, ps),
-            sel(meta[0], fo),
-            sel(meta[1], fm),
-            sel(meta[2], fl),
-        ), None
+    The scan ends on the first candidate of the largest `w` if that beats `best` (`w` is never
+    NaN), so it is computed as one `argmax` (first maximum) instead of a loop.
+    """
+    counts, meta = cands
+    i = jnp.argmax(w)
+    better = w[i] > best
+    t = counts[i].sum().astype(jnp.float32)
+    c = counts[i].astype(jnp.float32)
+    sel = lambda new, old: jnp.where(better, new, old)  # noqa: E731
+    pr, pp, ps, fo, fm, fl = cur
+    return (
+        sel(w[i], best),
+        sel(c[0] / t, pr),
+        sel(c[1] / t, pp),
+        sel(c[2] / t, ps),
+        sel(meta[i, 0], fo),
+        sel(meta[i, 1], fm),
+        sel(meta[i, 2], fl),
+    )
 
-    carry, _ = jax.lax.scan(body, (best, *cur), (w, cands[0], cands[1]))
-    return carry
+
+def _lagged(hist: Array) -> Array:
+    """`[LAGS, L+1]` with row `lag`, column `pos` = `hist[pos - lag - 1]` (0 where that is < 0)."""
+    n = hist.shape[0]
+    padded = jnp.concatenate([jnp.zeros((LAGS,), hist.dtype), hist])
+    return jnp.stack([padded[LAGS - lag - 1 : LAGS - lag - 1 + n] for lag in range(LAGS)])
 
 
 def step(state: BoomState, my: Array, opp: Array, rand: Array):
@@ -156,13 +163,13 @@ def step(state: BoomState, my: Array, opp: Array, rand: Array):
     )
     e = pos[None, :] - lags[:, None] - 1  # [27, L+1]
     ok2 = take[None, :] & (e > 0)
-    o2, m2 = opp[jnp.clip(e, 0, trials)], my[jnp.clip(e, 0, trials)]
+    o2, m2 = _lagged(opp), _lagged(my)  # [27, L+1] hist[e] where e > 0 (static shifts, no gather)
     use2 = (best < 0.95) & (fl >= 0)
     # Only the cells the lookup reads are needed: count them directly (no table).
     o_c, m_c = o_ctx[:, None], m_ctx[:, None]  # [27, 1] the current context per lag
     nxt = jax.nn.one_hot(opp, 3, dtype=jnp.int32)  # [L+1, 3]
     masks = [ok2 & (o2 == o_c) & (m2 == m_c), ok2 & (m2 == m_c), ok2 & (o2 == o_c)]
-    counts2 = jnp.stack([jnp.einsum("ln,nm->lm", k.astype(jnp.int32), nxt) for k in masks], 1)
+    counts2 = jnp.stack([count_matmul(k, nxt) for k in masks], 1)
     w2 = jnp.where(((lags < turn)[:, None]) & use2, _relevance(counts2), -jnp.inf)
     meta2 = jnp.zeros(counts2.shape, jnp.int32)
     _, pr, pp, ps, _, _, _ = _pick(

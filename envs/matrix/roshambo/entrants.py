@@ -1,4 +1,4 @@
-"""The 25 entrants of the RoShamBo competitions (24 from 1999, Greenberg from 2000) in JAX."""
+"""The 26 entrants of the RoShamBo competitions (25 from 1999, Greenberg from 2000) in JAX."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.envs.matrix.roshambo import boom, greenberg, iocaine, phasenbott, shofar
+from marljax.envs.matrix.roshambo import boom, greenberg, iocaine, megahal, phasenbott, shofar
 from marljax.envs.matrix.roshambo.base import (
     PAPER,
     ROCK,
@@ -1031,6 +1031,7 @@ def biopic_step(state: BiopicState, my, opp, rand):
 def entrant_bots() -> list[Bot]:
     return [
         Bot("iocainebot", iocaine.init, iocaine.step, "Iocaine Powder", "Dan Egnor"),
+        Bot("halbot", megahal.init, megahal.step, "MegaHAL", "Jason Hutchens"),
         Bot("russrocker4", russ_init, russrocker4_step, "RussRocker4", "Russ Williams"),
         Bot("biopic", biopic_init, biopic_step, "Biopic", "Jonathan Schaeffer"),
         Bot("boom", boom.init, boom.step, "Boom", "Jack van Rijswijk"),

@@ -99,14 +99,6 @@ def _best_matches(match: Array, num: Array) -> Array:
     return jnp.where(jnp.max(score, axis=-1) > 0, pos, 0).astype(jnp.int32)
 
 
-def _window(cum: Array, k: Array, age: int | Array) -> Array:
-    """`[NUM_PRED, 3]` the original's windowed scores `max_stats(st, age)` after `k` updates."""
-    r = cum.shape[0]
-    total = cum[k % r]
-    back = cum[(k - age + 1) % r]
-    return jnp.where(age > k, total, total - back)
-
-
 def _pick(scores: Array, guesses: Array) -> Array:
     """`(guess + i) % 3` of the first (predictor, rotation) with the highest score."""
     flat = jnp.argmax(scores.reshape(-1))
@@ -156,14 +148,18 @@ def step(state: IocaineState, my: Array, opp: Array, rand: Array):
     prev = state.cum[(k - 1) % r]
     cum_base = prev[:NUM_BASE] + delta[:NUM_BASE]
 
-    # Meta-predictors: the best base rotation over each window.
-    cum_k = state.cum.at[k % r, :NUM_BASE].set(cum_base)
+    # Meta-predictors: the best base rotation over each window, the original's
+    # `max_stats(st, age)`: the ring's row `k % r` (here `cum_base`) minus the row `age - 1`
+    # updates back, or the whole match when `age > k`. Read without copying the ring.
     meta_guess = []
     for age in AGES:
-        meta_guess.append(_pick(_window(cum_k, k, age)[:NUM_BASE], base_guess))
+        back_at = (k - age + 1) % r
+        back = jnp.where(back_at == k % r, cum_base, state.cum[back_at, :NUM_BASE])
+        window = jnp.where(age > k, cum_base, cum_base - back)
+        meta_guess.append(_pick(window, base_guess))
     meta_guess = jnp.stack(meta_guess).astype(jnp.int32)
     row = jnp.concatenate([cum_base, prev[NUM_BASE:] + delta[NUM_BASE:]])
-    cum = jnp.where(started, state.cum.at[k % r].set(row), state.cum)
+    cum = state.cum.at[k % r].set(jnp.where(started, row, state.cum[k % r]))
 
     # Meta-meta: the best meta rotation over the whole match.
     move = _pick(cum[k % r][NUM_BASE:], meta_guess)
