@@ -103,18 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         print("  train  per seed: " + ", ".join(f"{s:.2f}" for s in tr))
         print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr))
     for label, scores in (("train", train_scores), ("greedy", greedy_scores)):
-        agg = stats.aggregate_metrics(
-            jax.random.PRNGKey(0), {k: v[:, None] for k, v in scores.items()}, ("iqm", "mean")
-        )
-        for name, res in agg.items():
-            for metric, iv in res.items():
-                print(f"{label:6s} {name:6s} {metric:4s} {float(iv.point):8.2f}  95% CI "
-                      f"[{float(iv.low):.2f}, {float(iv.high):.2f}]")  # fmt: skip
-        poi = stats.probability_of_improvement_ci(
-            jax.random.PRNGKey(1), scores["hasac"][:, None], scores["mappo"][:, None]
-        )
-        print(f"{label:6s} P(HASAC > MAPPO) = {float(poi.point):.2f}  95% CI "
-              f"[{float(poi.low):.2f}, {float(poi.high):.2f}]")  # fmt: skip
+        print(stats.format_comparison(jax.random.PRNGKey(0), scores, label=f"{label:6s}"))
 
 
 if __name__ == "__main__":

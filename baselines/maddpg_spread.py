@@ -21,7 +21,10 @@ Aggregates over seeds: IQM and mean with 95% stratified-bootstrap intervals and 
 that MADDPG beats MAPPO (R. Agarwal et al., NeurIPS 2021; `marljax.evaluation.stats`). Training
 speed: env steps/s of the compiled program (all seeds), compile time apart.
 
-    python baselines/maddpg_spread.py [--seeds 4] [--steps 200000] [--utd 1.0]
+FACMAC (Peng et al. 2021, `--algos maddpg,facmac,mappo`) runs with its `facmac_pp` preset, the
+same buffer and `--utd`: MADDPG's actors with a QMIX-mixed factored critic on the team reward.
+
+    python baselines/maddpg_spread.py [--seeds 4] [--steps 200000] [--utd 1.0] [--algos ...]
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ import jax
 import numpy as np
 
 import marljax
+from marljax.agents.facmac import FACMACConfig, make_facmac
+from marljax.agents.facmac import preset as facmac_preset
 from marljax.agents.maddpg import MADDPGConfig, make_maddpg, preset
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.evaluation import stats
@@ -53,6 +58,10 @@ def train(name: str, seeds: int, steps: int, utd: float):
         overrides, hp = preset("maddpg_paper")
         overrides.update(buffer_size=100_000, utd_ratio=utd)
         agent = make_maddpg(MADDPGConfig(**overrides), env, params)
+    elif name == "facmac":
+        overrides, hp = facmac_preset("facmac_pp")
+        overrides.update(buffer_size=100_000, utd_ratio=utd)
+        agent = make_facmac(FACMACConfig(**overrides), env, params)
     else:
         agent, hp = make_ppo(MAPPO, env, params), PPOHParams()
     trainer = make_train(TrainConfig(NUM_ENVS, ROLLOUT, steps), env, agent, params)
@@ -79,9 +88,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--utd", type=float, default=1.0, help="MADDPG gradient steps per vectorised env step"
     )
+    parser.add_argument(
+        "--algos", default="maddpg,mappo", help="comma-separated, from maddpg, facmac, mappo"
+    )
     args = parser.parse_args(argv)
     train_scores, greedy_scores = {}, {}
-    for name in ("maddpg", "mappo"):
+    for name in args.algos.split(","):
         tr, gr, compile_s, run_s, last = train(name, args.seeds, args.steps, args.utd)
         train_scores[name], greedy_scores[name] = tr, gr
         extra = "".join(f", final {k} {v:.3g}" for k, v in sorted(last.items()))
@@ -91,18 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         print("  train  per seed: " + ", ".join(f"{s:.2f}" for s in tr))
         print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr))
     for label, scores in (("train", train_scores), ("greedy", greedy_scores)):
-        agg = stats.aggregate_metrics(
-            jax.random.PRNGKey(0), {k: v[:, None] for k, v in scores.items()}, ("iqm", "mean")
-        )
-        for name, res in agg.items():
-            for metric, iv in res.items():
-                print(f"{label:6s} {name:6s} {metric:4s} {float(iv.point):8.2f}  95% CI "
-                      f"[{float(iv.low):.2f}, {float(iv.high):.2f}]")  # fmt: skip
-        poi = stats.probability_of_improvement_ci(
-            jax.random.PRNGKey(1), scores["maddpg"][:, None], scores["mappo"][:, None]
-        )
-        print(f"{label:6s} P(MADDPG > MAPPO) = {float(poi.point):.2f}  95% CI "
-              f"[{float(poi.low):.2f}, {float(poi.high):.2f}]")  # fmt: skip
+        print(stats.format_comparison(jax.random.PRNGKey(0), scores, label=f"{label:6s}"))
 
 
 if __name__ == "__main__":

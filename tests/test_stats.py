@@ -237,6 +237,16 @@ def test_pairwise_probability_of_improvement():
         S.pairwise_probability_of_improvement(KEY, d, pairs=[("a", "z")])
 
 
+def test_format_comparison_prints_the_intervals_it_computes():
+    d = {"x": np.array([3.0, 3.0, 3.0, 3.0]), "yy": np.array([1.0, 2.0, 1.0, 2.0])}
+    text = S.format_comparison(KEY, d, metrics=("mean",), label="greedy")
+    lines = text.splitlines()
+    assert lines[0] == "greedy x  mean     3.00  95% CI [3.00, 3.00]"
+    assert lines[1].startswith("greedy yy mean     1.50  95% CI [")
+    assert lines[2] == "greedy P(x > yy) = 1.00  95% CI [1.00, 1.00]"
+    assert len(lines) == 3
+
+
 # ----------------------------------------------------------------------------- bad input
 
 

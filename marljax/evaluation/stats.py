@@ -588,6 +588,57 @@ def pairwise_probability_of_improvement(
     }
 
 
+def format_comparison(
+    key: Array,
+    score_dict: Mapping[str, Any],
+    metrics: Sequence[str] = ("iqm", "mean"),
+    pairs: Sequence[tuple[str, str]] | None = None,
+    label: str = "",
+    num_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> str:
+    """A printable comparison: aggregate metrics and `P(X > Y)`, each with its bootstrap CI.
+
+    The lines a baseline script prints at its end. `aggregate_metrics` gives one line per
+    algorithm and metric, `pairwise_probability_of_improvement` one line per pair.
+
+    Args:
+      key: PRNG key (the aggregates use `fold_in(key, 0)`, the pairs `fold_in(key, 1)`).
+      score_dict: `{algorithm: [R_a]}` (one score per run, e.g. per seed) or `{algorithm: [R_a, K]}`.
+      metrics: names from `AGGREGATES`.
+      pairs: `(X, Y)` name pairs (default: every ordered pair `X` before `Y` in dict order).
+      label: text put at the start of every line (e.g. `"greedy"`).
+      num_resamples, confidence: see `interval_estimate`.
+
+    Returns:
+      The lines, joined by newlines (no trailing newline).
+    """
+    scores = {k: jnp.asarray(v)[:, None] if jnp.ndim(v) == 1 else v for k, v in score_dict.items()}
+    agg = aggregate_metrics(
+        jax.random.fold_in(key, 0), scores, metrics, num_resamples=num_resamples,
+        confidence=confidence,
+    )  # fmt: skip
+    pct = f"{100 * confidence:g}% CI"
+    prefix = f"{label} " if label else ""
+    width = max(len(n) for n in scores)
+    lines = [
+        f"{prefix}{name:{width}s} {metric:4s} {float(iv.point):8.2f}  {pct} "
+        f"[{float(iv.low):.2f}, {float(iv.high):.2f}]"
+        for name, res in agg.items()
+        for metric, iv in res.items()
+    ]
+    poi = pairwise_probability_of_improvement(
+        jax.random.fold_in(key, 1), scores, pairs, num_resamples=num_resamples,
+        confidence=confidence,
+    )  # fmt: skip
+    lines += [
+        f"{prefix}P({x} > {y}) = {float(iv.point):.2f}  {pct} "
+        f"[{float(iv.low):.2f}, {float(iv.high):.2f}]"
+        for (x, y), iv in poi.items()
+    ]
+    return "\n".join(lines)
+
+
 def performance_profiles(
     key: Array,
     score_dict: Mapping[str, Any] | Any,
