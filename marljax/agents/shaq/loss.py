@@ -110,7 +110,7 @@ def shapley_weights(alpha: Array, greedy: Array) -> Array:
 def shaq_loss(
     q_taken: Array, alpha: Array, greedy: Array, targets: Array
 ) -> tuple[Array, dict[str, Array]]:
-    """SHAQ's TD loss (Wang et al. 2022, section 4):
+    """SHAQ's TD loss: the squared error of the alpha-weighted sum of the agents' utilities.
 
         Q_tot = sum_i delta_i Q_i(s, a_i),    loss = mean_{t, b} (Q_tot - y)^2,
 
@@ -128,6 +128,9 @@ def shaq_loss(
       `(loss [], metrics)` with scalar `loss`, `q_taken` (mean `Q_tot`), `target_mean`,
       `alpha_mean` (mean `alpha` over non-greedy actions; 0 if every action was greedy) and
       `greedy_frac` (fraction of greedy actions).
+
+    Reference: Wang et al. 2022, section 4 (the SHAQ loss); JaxMARL `shaq.py` (whose TD(lambda)
+    branch halves the squared error; with Adam only the gradient clip sees the factor).
     """
     chex.assert_rank(q_taken, 3)
     chex.assert_equal_shape([q_taken, alpha, greedy])
