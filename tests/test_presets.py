@@ -25,6 +25,7 @@ ENVS = {
     "PPOConfig": (("matrix/climbing-v0", {}), {}),
     "QConfig": (("matrix/climbing-v0", {}), {"sequence_len": 1}),
     "QTRANConfig": (("matrix/climbing-v0", {}), {"sequence_len": 1}),
+    "SHAQConfig": (("matrix/climbing-v0", {}), {"sequence_len": 1}),
     "COMAConfig": (("matrix/climbing-v0", {}), {}),
     "PQNConfig": (("matrix/climbing-v0", {}), {}),
     "SACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),

@@ -35,6 +35,8 @@ from marljax.agents.qtran import PRESETS as _QTRAN_PRESETS
 from marljax.agents.qtran import QTRANConfig, QTRANHParams, make_qtran, qtran
 from marljax.agents.sac import PRESETS as _SAC_PRESETS
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
+from marljax.agents.shaq import PRESETS as _SHAQ_PRESETS
+from marljax.agents.shaq import SHAQConfig, SHAQHParams, make_shaq, shaq
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +209,16 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "Q_tot and a centralised policy gradient through the mixer (Peng et al. 2021).",
         presets=_FACMAC_PRESETS,
     ),
+    "shaq": AlgoSpec(
+        "shaq",
+        SHAQConfig,
+        SHAQHParams,
+        make_shaq,
+        {"mixer": "shaq"},
+        "SHAQ: VDN-style utilities whose non-greedy values are weighted by a learned alpha >= 1 "
+        "estimated over sampled coalitions (Markov Shapley values; Wang et al. 2022).",
+        presets=_SHAQ_PRESETS,
+    ),
 }
 
 
@@ -243,6 +255,8 @@ __all__ = [
     "QTRANHParams",
     "SACConfig",
     "SACHParams",
+    "SHAQConfig",
+    "SHAQHParams",
     "Trajectory",
     "algo_spec",
     "coma",
@@ -261,11 +275,13 @@ __all__ = [
     "make_q_learner",
     "make_qtran",
     "make_sac",
+    "make_shaq",
     "mappo",
     "masac",
     "pqn_vdn",
     "preset",
     "qmix",
     "qtran",
+    "shaq",
     "vdn",
 ]

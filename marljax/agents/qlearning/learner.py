@@ -165,15 +165,23 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
 
 
 def gradient_step(
-    nets: QNetworks, hp: QHParams, data_axis: str | None, carry, batch, key, loss=loss_fn
+    nets: QNetworks,
+    hp: QHParams,
+    data_axis: str | None,
+    carry,
+    batch,
+    key,
+    loss=loss_fn,
+    loss_uses_key: bool = False,
 ):
     """One optimiser step of `loss(nets, params, target_params, batch, hp)` on a replay batch,
-    then the target-network update."""
-    del key  # the loss is deterministic given the batch
+    then the target-network update. With `loss_uses_key` the loss also gets `key=` (a loss
+    that samples, e.g. SHAQ's coalitions); otherwise it is deterministic given the batch."""
     config = nets.config
     params, target_params, opt_state, grad_steps = carry
+    extra = {"key": jax.random.fold_in(key, 1)} if loss_uses_key else {}
     (_, metrics), grads = jax.value_and_grad(
-        lambda p: loss(nets, p, target_params, batch, hp), has_aux=True
+        lambda p: loss(nets, p, target_params, batch, hp, **extra), has_aux=True
     )(params)
     grads = common.data_mean(grads, data_axis)
     tx = make_optimizer(config, hp, grad_steps)
@@ -210,6 +218,7 @@ def make_q_learner(
     networks: QNetworks | None = None,
     loss: Callable[..., tuple[Array, dict]] = loss_fn,
     metric_names: tuple[str, ...] = ("loss", "q_taken", "target_mean"),
+    loss_uses_key: bool = False,
 ) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
 
@@ -230,6 +239,8 @@ def make_q_learner(
       loss: `loss(networks, params, target_params, batch, hparams) -> (loss, metrics)` on a
         replay batch (default `loss_fn`, the IQL / VDN / QMIX TD loss).
       metric_names: the scalar metrics `loss` returns (zeros before learning starts).
+      loss_uses_key: call `loss(..., key=key)` with a fresh key per gradient step (a loss that
+        samples, e.g. SHAQ's coalitions).
 
     Returns:
       An `Agent`. `act` is epsilon-greedy, or the masked argmax of Q with `greedy=True`; its
@@ -289,7 +300,9 @@ def make_q_learner(
             env_steps=env_steps,
             learning_starts=config.learning_starts,
             num_steps=config.gradient_steps,
-            gradient_step=lambda c, b, k: gradient_step(nets, hparams, data_axis, c, b, k, loss),
+            gradient_step=lambda c, b, k: gradient_step(
+                nets, hparams, data_axis, c, b, k, loss, loss_uses_key
+            ),
             zero_metrics=lambda: dict.fromkeys((*metric_names, "grad_norm"), jnp.float32(0.0)),
         )
         metrics["epsilon"] = epsilon(hparams, state.env_steps)
