@@ -79,6 +79,8 @@ def test_registry_and_bad_config():
         QTRANConfig(mixer="qmix")
     with pytest.raises(ValueError, match="joint_hidden"):
         QTRANConfig(joint_hidden=(0,))
+    with pytest.raises(ValueError, match="hypernet_hidden is not used by this learner"):
+        QTRANConfig(hypernet_hidden=8)
 
 
 UPDATES = 100

@@ -123,6 +123,8 @@ def test_registry_and_bad_config():
         SHAQConfig(sample_size=0)
     with pytest.raises(ValueError, match="manual_alpha"):
         SHAQConfig(manual_alpha=-1.0)
+    with pytest.raises(ValueError, match="positive_map is not used by this learner"):
+        SHAQConfig(positive_map="relu")
     with pytest.raises(ValueError, match="sample_size"):
         sample_coalitions(jax.random.PRNGKey(0), (2,), 3, 0)
 

@@ -109,9 +109,18 @@ class QConfig:
 
     #: the values `mixer` may take (a learner built on this config may allow its own)
     MIXERS: ClassVar[tuple[str, ...]] = ("none", "vdn", "qmix")
+    #: fields a learner built on this config never reads; setting one is refused
+    UNUSED: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self):
         _choice("mixer", self.mixer, self.MIXERS)
+        for name in self.UNUSED:
+            default = type(self).__dataclass_fields__[name].default
+            if getattr(self, name) != default:
+                raise ValueError(
+                    f"{type(self).__name__}.{name} is not used by this learner (got "
+                    f"{getattr(self, name)!r}); leave it at {default!r}"
+                )
         common.check_parameter_mode(self.parameter_mode)
         _choice("target", self.target, ("one_step", "n_step", "lambda"))
         _choice("target_update", self.target_update, ("hard", "polyak"))

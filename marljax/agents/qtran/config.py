@@ -32,6 +32,10 @@ class QTRANConfig(QConfig):
     """
 
     MIXERS: ClassVar[tuple[str, ...]] = ("qtran",)
+    UNUSED: ClassVar[tuple[str, ...]] = (
+        "mixer_embed_dim", "hypernet_hidden", "hypernet_layers", "positive_map",
+        "mixer_init_scale",
+    )  # fmt: skip
 
     mixer: str = param("qtran", help='always "qtran" (the joint networks replace a mixer).')
     recurrent: bool = param(False, help="put a GRU between the torso and the Q head.")

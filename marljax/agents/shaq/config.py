@@ -40,6 +40,7 @@ class SHAQConfig(QConfig):
     """
 
     MIXERS: ClassVar[tuple[str, ...]] = ("shaq",)
+    UNUSED: ClassVar[tuple[str, ...]] = ("hypernet_layers", "positive_map")
 
     mixer: str = param("shaq", help='always "shaq" (the alpha network replaces a mixer).')
     parameter_mode: str = param(
