@@ -142,14 +142,8 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="marljax",
-        description="JAX-native multi-agent RL: train, sweep, plot, list environments, benchmark.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    sub = parser.add_subparsers(dest="command")
-
+def _add_train_parser(sub) -> None:
+    """The `train` subcommand's options."""
     from marljax.experiment import DEFAULT_ENV
 
     train = sub.add_parser(
@@ -187,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
         "last good checkpoint of a diverged run; config.json records the change in its history",
     )
 
+
+def _add_sweep_parser(sub) -> None:
+    """The `sweep` subcommand's options."""
     sweep = sub.add_parser(
         "sweep",
         help="search hyperparameters x seeds as one program and pick the best setting",
@@ -221,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="call jax.distributed.initialize() first (multi-host; SLURM is detected)",
     )
 
+
+def _add_plot_parser(sub) -> None:
+    """The `plot` subcommand's options."""
     plot = sub.add_parser(
         "plot",
         help="write PNG figures for run directories",
@@ -246,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="show the best K settings by mean final return (default 8); 0 shows all",
     )
 
+
+def _add_eval_parser(sub) -> None:
+    """The `eval` subcommand's options."""
     ev = sub.add_parser(
         "eval",
         help="evaluate the trained greedy policies of a run directory",
@@ -269,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--roles", default="0",
                     help="with --crossplay: the agents RUN_DIR controls, e.g. 0 or 0,2")  # fmt: skip
 
+
+def _add_psro_parser(sub) -> None:
+    """The `psro` subcommand's options."""
     ps = sub.add_parser(
         "psro",
         help="PSRO / fictitious play / self-play on a two-player matrix game",
@@ -293,6 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="one population shared by both players (symmetric games)")  # fmt: skip
     ps.add_argument("--json", default=None, metavar="PATH",
                     help="also write the NashConv curves and meta-strategies as JSON")  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `marljax` argument parser: one subparser per command."""
+    parser = argparse.ArgumentParser(
+        prog="marljax",
+        description="JAX-native multi-agent RL: train, sweep, plot, list environments, benchmark.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command")
+    _add_train_parser(sub)
+    _add_sweep_parser(sub)
+    _add_plot_parser(sub)
+    _add_eval_parser(sub)
+    _add_psro_parser(sub)
 
     sub.add_parser(
         "bench",
