@@ -227,6 +227,58 @@ def _make_agent_oracle(config: PSROConfig, env: MatrixGame, params: EnvParams):
     return oracle
 
 
+def _pg_best_response(config, env, key, player, opp_policies, opp_sigma, params, hp):
+    """Softmax REINFORCE against opponents sampled per episode from the meta-strategy."""
+    num_actions = env.num_actions
+
+    def episode(key, logits):
+        k_member, k_own, k_opp, k_reset, k_step = jax.random.split(key, 5)
+        member = jax.random.categorical(k_member, jnp.log(opp_sigma))
+        own = jax.random.categorical(k_own, logits)
+        opp = jax.random.categorical(k_opp, jnp.log(opp_policies[member]))
+        actions = jnp.where(player == 0, jnp.stack([own, opp]), jnp.stack([opp, own]))
+        state, _ = env.reset(k_reset, params)
+        _, ts = env.step(k_step, state, actions, params)
+        return own, ts.reward[player]
+
+    def step(logits, key):
+        own, reward = jax.vmap(episode, in_axes=(0, None))(
+            jax.random.split(key, config.br_batch), logits
+        )
+        adv = reward - reward.mean()
+        score = jax.nn.one_hot(own, num_actions) - jax.nn.softmax(logits)  # grad log pi
+        return logits + hp.br_learning_rate * jnp.mean(adv[:, None] * score, axis=0), None
+
+    logits, _ = jax.lax.scan(step, jnp.zeros(num_actions), jax.random.split(key, config.br_steps))
+    return jax.nn.softmax(logits)
+
+
+def _make_oracle(config: PSROConfig, env: Environment, default_params: EnvParams):
+    """`best_responses(key, policies, sigma, params, hp) -> [2, N]`, config's oracle."""
+    num_actions = env.num_actions
+    if config.best_response == "agent":
+        agent_best_response = _make_agent_oracle(config, env, default_params)
+
+    def best_responses(key, policies, sigma, params, hp):
+        mixture = jnp.einsum("ik,ikn->in", sigma, policies)  # [2, N]
+        if config.best_response == "exact":
+            _, actions = nf.best_response(params.payoffs, mixture)
+            return jax.nn.one_hot(actions, num_actions, dtype=jnp.float32)
+        if config.best_response == "agent":
+            return agent_best_response(key, mixture, params, hp.br_agent)
+        keys = jax.random.split(key, 2)
+        return jnp.stack(
+            [
+                _pg_best_response(
+                    config, env, keys[p], p, policies[1 - p], sigma[1 - p], params, hp
+                )
+                for p in range(2)
+            ]
+        )
+
+    return best_responses
+
+
 def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None = None):
     """Build `run(key, hparams, env_params=None) -> PSROOutput`, the whole PSRO run.
 
@@ -256,49 +308,7 @@ def make_psro(config: PSROConfig, env: Environment, env_params: EnvParams | None
             sigma = jnp.broadcast_to(sigma.mean(0), sigma.shape)
         return sigma
 
-    def pg_best_response(key, player, opp_policies, opp_sigma, params, hp):
-        """Softmax REINFORCE against opponents sampled per episode from the meta-strategy."""
-
-        def episode(key, logits):
-            k_member, k_own, k_opp, k_reset, k_step = jax.random.split(key, 5)
-            member = jax.random.categorical(k_member, jnp.log(opp_sigma))
-            own = jax.random.categorical(k_own, logits)
-            opp = jax.random.categorical(k_opp, jnp.log(opp_policies[member]))
-            actions = jnp.where(player == 0, jnp.stack([own, opp]), jnp.stack([opp, own]))
-            state, _ = env.reset(k_reset, params)
-            _, ts = env.step(k_step, state, actions, params)
-            return own, ts.reward[player]
-
-        def step(logits, key):
-            own, reward = jax.vmap(episode, in_axes=(0, None))(
-                jax.random.split(key, config.br_batch), logits
-            )
-            adv = reward - reward.mean()
-            score = jax.nn.one_hot(own, num_actions) - jax.nn.softmax(logits)  # grad log pi
-            return logits + hp.br_learning_rate * jnp.mean(adv[:, None] * score, axis=0), None
-
-        logits, _ = jax.lax.scan(
-            step, jnp.zeros(num_actions), jax.random.split(key, config.br_steps)
-        )
-        return jax.nn.softmax(logits)
-
-    if config.best_response == "agent":
-        agent_best_response = _make_agent_oracle(config, env, default_params)
-
-    def best_responses(key, policies, sigma, params, hp):
-        mixture = jnp.einsum("ik,ikn->in", sigma, policies)  # [2, N]
-        if config.best_response == "exact":
-            _, actions = nf.best_response(params.payoffs, mixture)
-            return jax.nn.one_hot(actions, num_actions, dtype=jnp.float32)
-        if config.best_response == "agent":
-            return agent_best_response(key, mixture, params, hp.br_agent)
-        keys = jax.random.split(key, 2)
-        return jnp.stack(
-            [
-                pg_best_response(keys[p], p, policies[1 - p], sigma[1 - p], params, hp)
-                for p in range(2)
-            ]
-        )
+    best_responses = _make_oracle(config, env, default_params)
 
     def evaluate(params, pol0, pol1):
         return nf.expected_payoffs(params.payoffs, jnp.stack([pol0, pol1]))  # [2]
