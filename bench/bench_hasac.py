@@ -8,7 +8,10 @@
    step per vectorised env step (HARL's `update_per_train = 1`), MLP (64, 64) for both.
    Off-policy and on-policy learners do different amounts of work per env step by design; the
    ratio is what a user pays per env step with these settings, not an implementation-quality
-   comparison.
+   comparison. Where HASAC's time goes: `masac` (simultaneous actor update), `hasac_harl_ratio`
+   (HARL's 0.05 gradient steps per transition: 20 envs x 1 step per vector step, here
+   `utd_ratio = 8 / 20`), `hasac_critic_only` (the actors never step after the first gradient
+   step) and `hasac_rollout_only` (warm-up never ends: acting, env steps and replay writes only).
 2. Compile time (`jax.jit(agent.update).lower(...)` + `.compile()`, wall seconds) of ONE
    learner update (replay add of an 8 x 25 rollout + 25 gradient steps, batch 64) on simple
    spread with A = 2, 4, 8, 16 agents (and as many landmarks), for HASAC and, for contrast,
@@ -21,6 +24,9 @@
 """
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -43,13 +49,27 @@ def _task(updates: int) -> str:
     return f"train simple_spread_continuous (A=3, E={NUM_ENVS}, T={ROLLOUT}, {updates} updates)"
 
 
+#: HASAC variants of the throughput case: `SACConfig` overrides (`None`: MAPPO). The last three
+#: split the time of `hasac`: rollout and replay only (learning never starts), the critic alone
+#: (the actors step once, at the first gradient step), and HARL's published update ratio.
+VARIANTS = {
+    "mappo": None,
+    "hasac": {},
+    "masac": {"sequential": False},
+    "hasac_harl_ratio": {"utd_ratio": NUM_ENVS / 20},
+    "hasac_critic_only": {"policy_delay": 1_000_000},
+    "hasac_rollout_only": {"warmup_steps": 10**9},
+}
+
+
 def _throughput(name: str, opts: Options) -> list[Result]:
     updates = 4 if opts.quick else 40
     env, params = marljax.make(ENV)
-    if name == "hasac":
-        agent, hp = make_sac(HASAC, env, params), SACHParams()
-    else:
+    if VARIANTS[name] is None:
         agent, hp = make_ppo(MAPPO, env, params), PPOHParams()
+    else:
+        agent = make_sac(dataclasses.replace(HASAC, **VARIANTS[name]), env, params)
+        hp = SACHParams()
     cfg = TrainConfig(NUM_ENVS, ROLLOUT, NUM_ENVS * ROLLOUT * updates)
     trainer = make_train(cfg, env, agent, params)
     t = timed(
@@ -58,14 +78,8 @@ def _throughput(name: str, opts: Options) -> list[Result]:
     return [t.result(_task(updates), name, cfg.num_updates * cfg.steps_per_update)]
 
 
-@case("hasac_train/hasac")
-def hasac_train(opts: Options) -> list[Result]:
-    return _throughput("hasac", opts)
-
-
-@case("hasac_train/mappo")
-def mappo_train(opts: Options) -> list[Result]:
-    return _throughput("mappo", opts)
+for _name in VARIANTS:
+    case(f"hasac_train/{_name}")(functools.partial(_throughput, _name))
 
 
 def _zero_trajectory(env, params, T: int, E: int) -> Trajectory:
@@ -148,7 +162,7 @@ def _compile_table(results: list[Result]) -> str:
 
 if __name__ == "__main__":
     main(
-        ["hasac_train/mappo", "hasac_train/hasac", "hasac_compile/agents"],
+        [*(f"hasac_train/{n}" for n in VARIANTS), "hasac_compile/agents"],
         __doc__.splitlines()[0],
         baseline="mappo",
         after=_compile_table,
