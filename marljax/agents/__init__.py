@@ -35,6 +35,13 @@ from marljax.agents.qtran import PRESETS as _QTRAN_PRESETS
 from marljax.agents.qtran import QTRANConfig, QTRANHParams, make_qtran, qtran
 from marljax.agents.sac import PRESETS as _SAC_PRESETS
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
+from marljax.agents.transf_qmix import PRESETS as _TRANSF_QMIX_PRESETS
+from marljax.agents.transf_qmix import (
+    TransfQMIXConfig,
+    TransfQMIXHParams,
+    make_transf_qmix,
+    transf_qmix,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +156,17 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "two constraint losses; no monotonicity (Son et al. 2019).",
         presets=_QTRAN_PRESETS,
     ),
+    "transf_qmix": AlgoSpec(
+        "transf_qmix",
+        TransfQMIXConfig,
+        TransfQMIXHParams,
+        make_transf_qmix,
+        {"mixer": "transf_qmix"},
+        "TransfQMIX: QMIX with transformer agents over entity tokens (recurrent hidden token) "
+        "and a transformer mixer giving the monotonic mixing weights (Gallici et al. 2023); "
+        "needs an env with entity tokens (particle/simple_spread-v0).",
+        presets=_TRANSF_QMIX_PRESETS,
+    ),
     "pqn_vdn": AlgoSpec(
         "pqn_vdn",
         PQNConfig,
@@ -244,6 +262,8 @@ __all__ = [
     "SACConfig",
     "SACHParams",
     "Trajectory",
+    "TransfQMIXConfig",
+    "TransfQMIXHParams",
     "algo_spec",
     "coma",
     "facmac",
@@ -261,11 +281,13 @@ __all__ = [
     "make_q_learner",
     "make_qtran",
     "make_sac",
+    "make_transf_qmix",
     "mappo",
     "masac",
     "pqn_vdn",
     "preset",
     "qmix",
     "qtran",
+    "transf_qmix",
     "vdn",
 ]
