@@ -123,6 +123,7 @@ PRESETS: dict[str, Preset] = {
             target_update="hard",
             target_update_interval=200,
             optimizer="adam",
+            team_reward="sum",
         ),  # fmt: skip
         dict(
             lr=1e-3,
@@ -132,12 +133,14 @@ PRESETS: dict[str, Preset] = {
             td_lambda=0.6,
             eps_start=1.0,
             eps_finish=0.05,
-            eps_anneal_steps=100_000.0,
+            eps_anneal_steps=800_000.0,
         ),  # fmt: skip
         "JaxMARL (Rutherford et al. 2024) baselines/QLearning/config/alg/transf_qmix_mpe.yaml "
         "(TransfQMIX of Gallici, Martin & Masmitja 2023 on MPE simple spread): 8 envs x 25 "
         "steps per update, buffer 5000 episodes, batch 32, hidden 32, 2 layers x 8 heads, ff "
-        "128, Adam lr 1e-3 eps 1e-6, TD(lambda=0.6), gamma 0.9, target every 200 updates. Not "
+        "128, Adam lr 1e-3 eps 1e-6, TD(lambda=0.6), gamma 0.9, target every 200 updates, team "
+        "reward summed over agents, epsilon 1 -> 0.05 over EPSILON_ANNEAL_TIME = 100k steps of "
+        "its 8 vectorised envs (800k env steps). Not "
         "reproduced: BatchNorm of inputs and embeddings (LayerNorm of the embeddings here) and "
         "its Performer fast attention (USE_FAST_ATTENTION; exact softmax attention here).",
         train=dict(num_envs=8, rollout_len=25, total_env_steps=10_000_000),
