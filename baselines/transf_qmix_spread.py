@@ -55,9 +55,7 @@ def train(algo: str, seeds: int, steps: int):
     t1 = time.perf_counter()
     states, _ = jax.block_until_ready(program(keys, hp))
     t2 = time.perf_counter()
-    evaluate = jax.vmap(
-        lambda s, k: evaluate_policy(env, params, agent, s, hp, k, 512, EPISODE)
-    )
+    evaluate = jax.vmap(lambda s, k: evaluate_policy(env, params, agent, s, hp, k, 512, EPISODE))
     ev = jax.jit(evaluate)(states.agent_state, jax.random.split(jax.random.PRNGKey(123), seeds))
     return np.asarray(ev["episode_return"]) * env.num_agents, t1 - t0, t2 - t1
 

@@ -15,10 +15,10 @@ import pytest
 import marljax
 from marljax.agents import algo_spec, preset
 from marljax.agents.transf_qmix import (
-    TransfQMIXConfig,
-    TransfQMIXHParams,
     TransformerAgent,
     TransformerMixer,
+    TransfQMIXConfig,
+    TransfQMIXHParams,
     make_transf_qmix,
     monotonic_mix,
     transf_qmix_loss,
@@ -139,7 +139,9 @@ def trained():
     )  # fmt: skip
     agent = make_transf_qmix(cfg, env, params)
     trainer = make_train(
-        TrainConfig(num_envs=NUM_ENVS, rollout_len=STEPS, total_env_steps=NUM_ENVS * STEPS * UPDATES),
+        TrainConfig(
+            num_envs=NUM_ENVS, rollout_len=STEPS, total_env_steps=NUM_ENVS * STEPS * UPDATES
+        ),
         env,
         agent,
         params,

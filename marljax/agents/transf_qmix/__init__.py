@@ -31,9 +31,9 @@ from marljax.agents.transf_qmix.config import (
 from marljax.agents.transf_qmix.learner import make_transf_qmix, transf_qmix
 from marljax.agents.transf_qmix.loss import monotonic_mix, transf_qmix_loss
 from marljax.agents.transf_qmix.networks import (
-    TransfQMIXNetworks,
     TransformerAgent,
     TransformerMixer,
+    TransfQMIXNetworks,
     entity_shapes,
     make_transf_qmix_networks,
 )

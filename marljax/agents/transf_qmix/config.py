@@ -118,6 +118,7 @@ PRESETS: dict[str, Preset] = {
             batch_size=32,
             sequence_len=25,
             gradient_steps=1,
+            learning_starts=6400,
             target="lambda",
             double_q=True,
             target_update="hard",
@@ -140,7 +141,8 @@ PRESETS: dict[str, Preset] = {
         "steps per update, buffer 5000 episodes, batch 32, hidden 32, 2 layers x 8 heads, ff "
         "128, Adam lr 1e-3 eps 1e-6, TD(lambda=0.6), gamma 0.9, target every 200 updates, team "
         "reward summed over agents, epsilon 1 -> 0.05 over EPSILON_ANNEAL_TIME = 100k steps of "
-        "its 8 vectorised envs (800k env steps). Not "
+        "its 8 vectorised envs (800k env steps), learning once its buffer holds 32 rollouts per "
+        "env (6400 env steps). Not "
         "reproduced: BatchNorm of inputs and embeddings (LayerNorm of the embeddings here) and "
         "its Performer fast attention (USE_FAST_ATTENTION; exact softmax attention here).",
         train=dict(num_envs=8, rollout_len=25, total_env_steps=10_000_000),

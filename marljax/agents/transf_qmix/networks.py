@@ -279,9 +279,7 @@ def make_transf_qmix_networks(
         config.embed_norm,
     )
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-    fields.update(
-        net=net, mixer=mixer, carry_size=H, in_dim=obs_tokens[0] * obs_tokens[1]
-    )
+    fields.update(net=net, mixer=mixer, carry_size=H, in_dim=obs_tokens[0] * obs_tokens[1])
     return TransfQMIXNetworks(
         **fields,
         entity_obs=env.entity_obs,
