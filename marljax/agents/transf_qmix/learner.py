@@ -33,7 +33,10 @@ def loss_fn(nets: TransfQMIXNetworks, params, target_params, batch, hp: TransfQM
     the next step's Q and hidden tokens. The next joint action is the online agents' masked
     argmax (double Q, `config.double_q`; else the target agents'); the target mixer mixes its
     target values with the target agents' hidden tokens and the next global states. No gradient
-    flows from the mixer into the agents' hidden tokens (JaxMARL's `stop_gradient`).
+    flows from the mixer into the agents' hidden tokens (JaxMARL's `stop_gradient`). The target
+    mixer's own hidden token runs over the next states `s_{t+1}` of the sequence and restarts
+    where an episode starts at `t` (so it first reads an episode's second state, as JaxMARL's
+    target mixer starts at step 1).
     """
     config = nets.config
     b = jax.tree.map(
