@@ -19,6 +19,7 @@ from marljax.agents.transf_qmix import (
     TransformerMixer,
     TransfQMIXConfig,
     TransfQMIXHParams,
+    entity_shapes,
     make_transf_qmix,
     monotonic_mix,
     transf_qmix_loss,
@@ -89,7 +90,7 @@ def test_agent_ignores_the_order_of_entity_tokens():
 
 def test_spread_entity_tokens_are_the_world_geometry():
     env, params = marljax.make("particle/simple_spread-v0", num_agents=3, num_landmarks=2)
-    state, ts = env.reset(jax.random.PRNGKey(3), params)
+    state, ts = jax.jit(env.reset)(jax.random.PRNGKey(3), params)
     obs_tok, state_tok = env.entity_obs(ts.obs), env.entity_state(ts.global_state)
     assert obs_tok.shape == (3, 1 + 2 + 2, 4) and state_tok.shape == (3 + 2, 5)
     pos, lm = np.asarray(state.agent_pos), np.asarray(state.landmark_pos)
@@ -100,6 +101,12 @@ def test_spread_entity_tokens_are_the_world_geometry():
     np.testing.assert_allclose(np.asarray(state_tok[:3, :2]), pos, atol=1e-6)
     np.testing.assert_allclose(np.asarray(state_tok[3:, :2]), lm, atol=1e-6)
     np.testing.assert_allclose(np.asarray(state_tok[:, 4]), [1, 1, 1, 0, 0])
+    lbf, lparams = marljax.make("grid/lbf-8x8-2p-2f-coop-v0")
+    _, lts = jax.jit(lbf.reset)(jax.random.PRNGKey(3), lparams)
+    tok = lbf.entity_obs(lts.obs)  # [A, F + A, 5]: food, self, other
+    np.testing.assert_allclose(np.asarray(tok[..., :3]).reshape(2, -1), np.asarray(lts.obs))
+    np.testing.assert_allclose(np.asarray(tok[0, :, 3:]), [[0, 0], [0, 0], [1, 1], [1, 0]])
+    assert entity_shapes(lbf, lparams) == ((4, 5), (4, 5))
 
 
 def test_bad_inputs_are_refused_before_compile():
@@ -109,6 +116,9 @@ def test_bad_inputs_are_refused_before_compile():
     cont, cparams = marljax.make("particle/simple_spread-v0", continuous=True)
     with pytest.raises(ValueError, match="discrete actions"):
         make_transf_qmix(TransfQMIXConfig(), cont, cparams)
+    grid, gparams = marljax.make("grid/lbf-8x8-2p-2f-coop-v0", grid_observation=True)
+    with pytest.raises(ValueError, match="LevelBasedForaging: entity tokens need the vector"):
+        make_transf_qmix(TransfQMIXConfig(sequence_len=10), grid, gparams)
     with pytest.raises(ValueError, match="shared_id"):
         TransfQMIXConfig(parameter_mode="shared_id")
     with pytest.raises(ValueError, match="recurrent"):

@@ -164,7 +164,7 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         {"mixer": "transf_qmix"},
         "TransfQMIX: QMIX with transformer agents over entity tokens (recurrent hidden token) "
         "and a transformer mixer giving the monotonic mixing weights (Gallici et al. 2023); "
-        "needs an env with entity tokens (particle/simple_spread-v0).",
+        "needs an env with entity tokens (particle/simple_spread-v0, grid/lbf-*).",
         presets=_TRANSF_QMIX_PRESETS,
     ),
     "pqn_vdn": AlgoSpec(

@@ -13,7 +13,7 @@ pure functions) and `learner` (the factory: the value-based learner of
 `marljax.agents.qlearning` with these networks and this loss).
 
 Environments provide entity tokens through two methods, `entity_obs` and `entity_state`
-(`particle/simple_spread-v0` has them); other envs are refused by name when the agent is built.
+(`particle/simple_spread-v0` and the LBF envs with vector observations have them); other envs are refused by name when the agent is built.
 
 Reference: M. Gallici, M. Martin and I. Masmitja, "TransfQMix: Transformers for Leveraging the
 Graph Structure of Multi-Agent Reinforcement Learning Problems", AAMAS 2023

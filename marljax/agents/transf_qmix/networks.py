@@ -6,7 +6,7 @@ Entity tokens come from the environment: an env that supports TransfQMIX has two
     env.entity_obs(obs)             # [..., A, D] -> [..., A, K, F]  one token per entity seen
     env.entity_state(global_state)  # [..., *S]   -> [..., K', F']   one token per world entity
 
-(`marljax.envs.particle.SimpleSpread` has them). `entity_shapes` reads their shapes and refuses
+(`marljax.envs.particle.SimpleSpread` and `marljax.envs.grid.LevelBasedForaging` have them). `entity_shapes` reads their shapes and refuses
 an env without them, before anything is compiled.
 """
 
@@ -39,8 +39,8 @@ def entity_shapes(env: Environment, env_params: EnvParams) -> tuple[tuple[int, i
     if missing:
         raise ValueError(
             f"TransfQMIX needs entity tokens, but {env.name} has no {' / '.join(missing)} "
-            "method; envs with entity tokens: particle/simple_spread-v0 (see docs/agents.md, "
-            "TransfQMIX, to add them to an env)"
+            "method; envs with entity tokens: particle/simple_spread-v0 and grid/lbf-* with vector "
+            "observations (see docs/agents.md, TransfQMIX, to add them to an env)"
         )
     obs_space = env.observation_space(env_params)
     state_space = env.global_state_space(env_params)
