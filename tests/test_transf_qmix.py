@@ -86,6 +86,11 @@ def test_agent_ignores_the_order_of_entity_tokens():
     np.testing.assert_allclose(np.asarray(q1), np.asarray(q2), atol=1e-5)
     np.testing.assert_allclose(np.asarray(c1), np.asarray(c2), atol=1e-5)
     assert float(jnp.abs(q1[1:] - q1[:-1]).max()) > 1e-4  # the hidden token carries something
+    ff = TransformerAgent(K, H, 2, 16, 1, num_actions=4, recurrent=False)
+    _, (q_ff, _) = jax.jit(ff.apply)(
+        params, carry, jnp.repeat(tokens[:1], T, 0).reshape(T, B, -1), resets
+    )
+    np.testing.assert_allclose(np.asarray(q_ff[1:]), np.asarray(q_ff[:-1]), atol=1e-6)
 
 
 def test_spread_entity_tokens_are_the_world_geometry():
@@ -121,8 +126,6 @@ def test_bad_inputs_are_refused_before_compile():
         make_transf_qmix(TransfQMIXConfig(sequence_len=10), grid, gparams)
     with pytest.raises(ValueError, match="shared_id"):
         TransfQMIXConfig(parameter_mode="shared_id")
-    with pytest.raises(ValueError, match="recurrent"):
-        TransfQMIXConfig(recurrent=False)
     with pytest.raises(ValueError, match="embed_dim = 12 is not divisible by agent_heads = 8"):
         TransfQMIXConfig(embed_dim=12)
     with pytest.raises(ValueError, match="mixer"):

@@ -2,8 +2,8 @@
 
 TransfQMIX is the value-based learner (`marljax.agents.qlearning`) with transformer agents over
 entity tokens and a transformer mixer, so `TransfQMIXConfig` is a `QConfig` (its replay, target
-and optimiser fields apply) with the transformers' sizes added. The agents are always recurrent
-(the hidden token is the recurrence) and share their parameters (`"shared"`, as in JaxMARL) or
+and optimiser fields apply) with the transformers' sizes added. The agents are recurrent (the
+hidden token is the recurrence; `recurrent=False` restarts it at every step) and share their parameters (`"shared"`, as in JaxMARL) or
 keep one set per agent (`"independent"`); entity tokens carry no agent id.
 """
 
@@ -26,7 +26,8 @@ class TransfQMIXConfig(QConfig):
     Attributes:
       mixer: always "transf_qmix".
       parameter_mode: "shared" or "independent" (entity tokens carry no one-hot id).
-      recurrent: always True (the agent's hidden token is carried across steps).
+      recurrent: carry the agent's hidden token across steps (the paper's agent); False starts
+        it from zeros at every step (a feed-forward transformer agent).
       embed_dim: width `H` of every token (entity embeddings, hidden tokens, mixing layer).
       agent_layers, agent_heads, agent_ff: the agent transformer's encoder blocks, attention
         heads and feed-forward width.
@@ -47,7 +48,7 @@ class TransfQMIXConfig(QConfig):
     parameter_mode: str = param(
         "shared", help='"shared" or "independent" (entity tokens carry no agent id).'
     )
-    recurrent: bool = param(True, help="always True: the hidden token is the recurrence.")
+    recurrent: bool = param(True, help="carry the hidden token across steps (False: zeros).")
     batch_size: int = param(32, lo=1, help="sequences per gradient step.")
     sequence_len: int = param(
         25, lo=1, help="steps per stored sequence (divides rollout_len, at most max_steps)."
@@ -75,11 +76,6 @@ class TransfQMIXConfig(QConfig):
                 "'shared_id' (entity tokens carry no one-hot agent id)"
             )
         super().__post_init__()
-        if not self.recurrent:
-            raise ValueError(
-                "TransfQMIXConfig.recurrent must be True (the agent's hidden token is carried "
-                "across steps)"
-            )
         for part in ("agent", "mixer"):
             heads = getattr(self, f"{part}_heads")
             if self.embed_dim % heads:

@@ -106,17 +106,18 @@ class Encoder(nn.Module):
         return x
 
 
-def _recurrent_token_scan(module, carry, tokens, resets, encoder):
+def _recurrent_token_scan(module, carry, tokens, resets, encoder, recurrent=True):
     """Scan `encoder` over time with a hidden token prepended to each step's tokens.
 
     `carry [B, H]`, `tokens [T, B, K, H]`, `resets [T, B]` -> `(carry, outputs [T, B, 1 + K, H])`.
     The hidden token is reset to zeros where a new episode starts (marljax's reset convention,
-    as `marljax.networks.RecurrentCore`), and becomes the output at its own position.
+    as `marljax.networks.RecurrentCore`), or at every step when not `recurrent`, and becomes the
+    output at its own position.
     """
 
     def step(enc, h, inputs):
         x, reset = inputs
-        h = jnp.where(reset[..., None], jnp.zeros_like(h), h)
+        h = jnp.where(reset[..., None], jnp.zeros_like(h), h) if recurrent else jnp.zeros_like(h)
         out = enc(jnp.concatenate([h[..., None, :], x], axis=-2))
         return out[..., 0, :], out
 
@@ -130,7 +131,8 @@ class TransformerAgent(nn.Module):
     """`(carry [B, H], xs [T, B, K * F], resets [T, B]) -> (carry, (q [T, B, N], h [T, B, H]))`.
 
     Each step embeds the `K` entity tokens (flattened in `xs`), prepends the hidden token and
-    runs the encoder; the hidden token's output is the new carry and feeds the Q head.
+    runs the encoder; the hidden token's output is the new carry and feeds the Q head. With
+    `recurrent=False` the hidden token starts from zeros at every step.
     """
 
     num_entities: int
@@ -142,13 +144,14 @@ class TransformerAgent(nn.Module):
     init_scale: float = 1.0
     embed_relu: bool = False
     embed_norm: bool = True
+    recurrent: bool = True
 
     @nn.compact
     def __call__(self, carry: Array, xs: Array, resets: Array):
         tokens = xs.reshape(*xs.shape[:-1], self.num_entities, -1)
         emb = Embedder(self.dim, self.init_scale, self.embed_relu, self.embed_norm)(tokens)
         encoder = Encoder(self.dim, self.heads, self.ff, self.layers)
-        carry, out = _recurrent_token_scan(self, carry, emb, resets, encoder)
+        carry, out = _recurrent_token_scan(self, carry, emb, resets, encoder, self.recurrent)
         h = out[..., 0, :]
         q = nn.Dense(self.num_actions, kernel_init=orthogonal(self.init_scale), name="q_head")(h)
         return carry, (q, h)
@@ -268,6 +271,7 @@ def make_transf_qmix_networks(
         config.agent_init_scale,
         config.embed_relu,
         config.embed_norm,
+        config.recurrent,
     )
     mixer = TransformerMixer(
         H,
