@@ -25,13 +25,12 @@ Return: greedy evaluation after training, the episode return summed over agents,
 from __future__ import annotations
 
 import jax
-import numpy as np
 from harness import (
     TRAIN_SEEDS,
     Options,
     Result,
     case,
-    jaxmarl_baseline,
+    jaxmarl_training,
     main_with_steps,
     notes_table,
     seeded,
@@ -89,30 +88,8 @@ def marljax_pqn(opts: Options) -> list[Result]:
 @case("pqn_mpe/jaxmarl")
 def jaxmarl_pqn(opts: Options) -> list[Result]:
     steps = _steps(opts)
-    module, base = jaxmarl_baseline(
-        "baselines/QLearning",
-        "pqn_vdn_ff",
-        ["config/config.yaml", "config/alg/pqn_vdn_ff_mpe.yaml"],
-    )
-    config = {**base, "TOTAL_TIMESTEPS": steps, "NUM_SEEDS": 1, "WANDB_MODE": "disabled"}
-    env, _ = module.env_from_config(dict(config))
-    timing_cfg = {**config, "TEST_DURING_TRAINING": False}
-    train, key = seeded(module.make_train(dict(timing_cfg), env))
-    t = timed(train, key, repeats=1, first_call=False)
-    updates = steps // config["NUM_STEPS"] // config["NUM_ENVS"]
-    # The return: seed 0's run with its own greedy test switched on (read at the end).
-    test_cfg = {**config, "TEST_DURING_TRAINING": True}
-    out = jax.jit(module.make_train(dict(test_cfg), env))(jax.random.PRNGKey(0))
-    test_state = out["runner_state"][2]
-    ret = float(np.asarray(test_state["returned_episode_returns"]))
-    return [
-        t.result(
-            _task(steps),
-            "jaxmarl",
-            TRAIN_SEEDS["n"] * updates * config["NUM_STEPS"] * config["NUM_ENVS"],
-            notes={"greedy_return": ret, "num_updates": updates, "return_of": "seed 0"},
-        )
-    ]
+    files = ["config/config.yaml", "config/alg/pqn_vdn_ff_mpe.yaml"]
+    return jaxmarl_training("pqn_vdn_ff", files, steps, _task(steps))
 
 
 if __name__ == "__main__":

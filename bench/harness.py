@@ -401,6 +401,58 @@ def marljax_training(
     ]
 
 
+def _final_test_return(out: Any) -> float:
+    """The greedy return of a JaxMARL Q-learning run with `TEST_DURING_TRAINING` (its last test)."""
+    return float(np.asarray(out["runner_state"][2]["returned_episode_returns"]))
+
+
+def jaxmarl_training(
+    module: str,
+    config_files: Sequence[str],
+    steps: int,
+    task: str,
+    *,
+    timing: dict | None = None,
+    test: dict | None = None,
+    greedy_return: Callable[[Any], float] = _final_test_return,
+    folder: str = "baselines/QLearning",
+    notes: dict | None = None,
+) -> list[Result]:
+    """Time a JaxMARL training script's fused program (compile apart) and read its greedy return.
+
+    The script runs unmodified with its own configs (`jaxmarl_baseline`), `TOTAL_TIMESTEPS =
+    steps`, over `TRAIN_SEEDS` seeds (`seeded`). The timed run applies `timing` to the config
+    (default: its greedy test switched off); a second run of seed 0 with `test` applied (default:
+    the test switched on) gives the greedy return through `greedy_return(output)`.
+
+    Returns:
+      One `Result` for `"jaxmarl"` with notes `greedy_return`, `num_updates`, `return_of` and
+      `notes`.
+    """
+    timing = {"TEST_DURING_TRAINING": False} if timing is None else timing
+    test = {"TEST_DURING_TRAINING": True} if test is None else test
+    mod, base = jaxmarl_baseline(folder, module, config_files)
+    config = {**base, "TOTAL_TIMESTEPS": steps, "NUM_SEEDS": 1, "WANDB_MODE": "disabled"}
+    env, _ = mod.env_from_config(dict(config))
+    train, key = seeded(mod.make_train({**config, **timing}, env))
+    t = timed(train, key, repeats=1, first_call=False)
+    updates = steps // config["NUM_STEPS"] // config["NUM_ENVS"]
+    out = jax.jit(mod.make_train({**config, **test}, env))(jax.random.PRNGKey(0))
+    return [
+        t.result(
+            task,
+            "jaxmarl",
+            TRAIN_SEEDS["n"] * updates * config["NUM_STEPS"] * config["NUM_ENVS"],
+            notes={
+                "greedy_return": greedy_return(out),
+                "num_updates": updates,
+                "return_of": "seed 0",
+                **(notes or {}),
+            },
+        )
+    ]
+
+
 def data_parallel_framework() -> str:
     """The framework label of a data-parallel marljax row; skips the case on one device."""
     n = jax.device_count()

@@ -28,6 +28,7 @@ ENVS = {
     "SHAQConfig": (("matrix/climbing-v0", {}), {"sequence_len": 1}),
     "COMAConfig": (("matrix/climbing-v0", {}), {}),
     "PQNConfig": (("matrix/climbing-v0", {}), {}),
+    "TransfQMIXConfig": (("particle/simple_spread-v0", {}), {}),
     "SACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "MADDPGConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "FACMACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),

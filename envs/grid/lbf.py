@@ -495,6 +495,46 @@ class LevelBasedForaging(Environment[LBFState, LBFParams]):
         seen = jnp.maximum(offset[:, None], offset[None, :]) <= self.sight_of(params)
         return jnp.where(seen, obs, 0.0)
 
+    def _check_vector_obs(self) -> None:
+        if self.grid_observation:
+            raise ValueError(
+                f"{self.name}: entity tokens need the vector observation; this env has "
+                "grid_observation=True (make it with grid_observation=False)"
+            )
+
+    def entity_obs(self, obs: Array) -> Array:
+        """Vector observations `[..., A, 3 (F + A)]` as entity tokens `[..., A, F + A, 5]`.
+
+        One token per `(y, x, level)` triplet (the food slots, the agent itself, the other-agent
+        slots), features `[y, x, level, is_agent, is_self]`; an empty slot is `(-1, -1, 0, ...)`.
+        Used by TransfQMIX (`marljax.agents.transf_qmix`).
+
+        Raises:
+          ValueError: the env has `grid_observation=True`.
+        """
+        self._check_vector_obs()
+        F, A = self.num_food, self.num_agents
+        triplets = obs.reshape(*obs.shape[:-1], F + A, 3)
+        flags = jnp.zeros((F + A, 2), obs.dtype).at[F:, 0].set(1.0).at[F, 1].set(1.0)
+        return jnp.concatenate([triplets, jnp.broadcast_to(flags, triplets.shape[:-1] + (2,))], -1)
+
+    def entity_state(self, global_state: Array) -> Array:
+        """The global state `[..., 3 (F + A) + 1]` as entity tokens `[..., F + A, 5]`.
+
+        Features `[y, x, level, is_agent, t / max_steps]` of every food item (`(-1, -1, 0)` once
+        collected) and every agent. Used by TransfQMIX's mixer.
+
+        Raises:
+          ValueError: the env has `grid_observation=True`.
+        """
+        self._check_vector_obs()
+        F, A = self.num_food, self.num_agents
+        triplets = global_state[..., :-1].reshape(*global_state.shape[:-1], F + A, 3)
+        is_agent = jnp.zeros((F + A, 1), global_state.dtype).at[F:].set(1.0)
+        frac = jnp.broadcast_to(global_state[..., -1:, None], triplets.shape[:-1] + (1,))
+        is_agent = jnp.broadcast_to(is_agent, triplets.shape[:-1] + (1,))
+        return jnp.concatenate([triplets, is_agent, frac], axis=-1)
+
     def global_state(self, state: LBFState, params: LBFParams) -> Array:
         """`[3 F + 3 A + 1]` float32 centralised state.
 

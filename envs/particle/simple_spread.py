@@ -162,6 +162,39 @@ class SimpleSpread(ParticleEnv):
         )
         return obs, reward
 
+    def entity_obs(self, obs: jax.Array) -> jax.Array:
+        """Each agent's observation `[..., A, D]` as entity tokens `[..., A, 1 + L + (A - 1), 4]`.
+
+        One token per entity the agent sees, features `[dx, dy, is_self, is_agent]` (JaxMARL's
+        `TransformersCTRolloutManager` for spread): itself `(0, 0, 1, 1)`, every landmark
+        `(dx, dy, 0, 0)` and every other agent `(dx, dy, 0, 1)`, positions relative to the agent.
+        Used by TransfQMIX (`marljax.agents.transf_qmix`).
+        """
+        A, L = self.num_agents, self.num_landmarks
+        lead = obs.shape[:-1]
+        rel = obs[..., 4 : 4 + 2 * L + 2 * (A - 1)].reshape(*lead, L + A - 1, 2)
+        flags = jnp.concatenate(
+            [jnp.zeros((L, 2), obs.dtype), jnp.tile(jnp.array([[0.0, 1.0]], obs.dtype), (A - 1, 1))]
+        )
+        others = jnp.concatenate([rel, jnp.broadcast_to(flags, rel.shape)], axis=-1)
+        me = jnp.broadcast_to(jnp.array([0.0, 0.0, 1.0, 1.0], obs.dtype), (*lead, 1, 4))
+        return jnp.concatenate([me, others], axis=-2)
+
+    def entity_state(self, global_state: jax.Array) -> jax.Array:
+        """The global state `[..., A * D]` as entity tokens `[..., A + L, 5]`.
+
+        Features `[x, y, vx, vy, is_agent]` (JaxMARL's spread world state): the agents, then
+        the landmarks (absolute positions recovered from agent 0's observation, velocity 0).
+        Used by TransfQMIX's mixer.
+        """
+        A, L = self.num_agents, self.num_landmarks
+        obs = global_state.reshape(*global_state.shape[:-1], A, self.obs_dim)
+        vel, pos = obs[..., 0:2], obs[..., 2:4]
+        agents = jnp.concatenate([pos, vel, jnp.ones_like(vel[..., :1])], axis=-1)
+        lm = pos[..., :1, :] + obs[..., 0, 4 : 4 + 2 * L].reshape(*obs.shape[:-2], L, 2)
+        landmarks = jnp.concatenate([lm, jnp.zeros((*lm.shape[:-1], 3), lm.dtype)], axis=-1)
+        return jnp.concatenate([agents, landmarks], axis=-2)
+
 
 def make_simple_spread(
     num_agents: int = 3, num_landmarks: int = 3, continuous: bool = False

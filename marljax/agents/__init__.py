@@ -37,6 +37,13 @@ from marljax.agents.sac import PRESETS as _SAC_PRESETS
 from marljax.agents.sac import SACConfig, SACHParams, hasac, make_sac, masac
 from marljax.agents.shaq import PRESETS as _SHAQ_PRESETS
 from marljax.agents.shaq import SHAQConfig, SHAQHParams, make_shaq, shaq
+from marljax.agents.transf_qmix import PRESETS as _TRANSF_QMIX_PRESETS
+from marljax.agents.transf_qmix import (
+    TransfQMIXConfig,
+    TransfQMIXHParams,
+    make_transf_qmix,
+    transf_qmix,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +158,17 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "two constraint losses; no monotonicity (Son et al. 2019).",
         presets=_QTRAN_PRESETS,
     ),
+    "transf_qmix": AlgoSpec(
+        "transf_qmix",
+        TransfQMIXConfig,
+        TransfQMIXHParams,
+        make_transf_qmix,
+        {"mixer": "transf_qmix"},
+        "TransfQMIX: QMIX with transformer agents over entity tokens (recurrent hidden token) "
+        "and a transformer mixer giving the monotonic mixing weights (Gallici et al. 2023); "
+        "needs an env with entity tokens (particle/simple_spread-v0, grid/lbf-*).",
+        presets=_TRANSF_QMIX_PRESETS,
+    ),
     "pqn_vdn": AlgoSpec(
         "pqn_vdn",
         PQNConfig,
@@ -258,6 +276,8 @@ __all__ = [
     "SHAQConfig",
     "SHAQHParams",
     "Trajectory",
+    "TransfQMIXConfig",
+    "TransfQMIXHParams",
     "algo_spec",
     "coma",
     "facmac",
@@ -276,6 +296,7 @@ __all__ = [
     "make_qtran",
     "make_sac",
     "make_shaq",
+    "make_transf_qmix",
     "mappo",
     "masac",
     "pqn_vdn",
@@ -283,5 +304,6 @@ __all__ = [
     "qmix",
     "qtran",
     "shaq",
+    "transf_qmix",
     "vdn",
 ]
