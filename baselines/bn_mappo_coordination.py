@@ -14,7 +14,7 @@ Independent learners (MAPPO) tend to flee to the safe action while the partners 
 a Bayesian-network joint policy (D. Chen et al., "Context-Aware Bayesian Network Actor-Critic
 Methods for Cooperative Multi-Agent Reinforcement Learning", ICML 2023) lets agents see their
 parents' actions and respond to them (copy them, in the coordination game). We compare MAPPO,
-BN-MAPPO on the fixed chain graph, on a learned context-aware graph (started near the full
+BN-MAPPO on the fixed chain and full graphs, on a learned context-aware graph (started near the full
 graph in index order, the default, or near-uniform: random order, edges at probability 1/2), and
 on the learned graph with its edge threshold annealed to 1 (a fully independent final policy),
 with IQM and 95%
@@ -55,6 +55,7 @@ BASE = Experiment(
 VARIANTS = {
     "MAPPO": {"algo": "mappo"},
     "BN-MAPPO (chain graph)": {"algo": "bn_mappo", "agent": {**BASE.agent, "graph": "chain"}},
+    "BN-MAPPO (full graph)": {"algo": "bn_mappo", "agent": {**BASE.agent, "graph": "full"}},
     "BN-MAPPO (learned graph)": {"algo": "bn_mappo"},
     "BN-MAPPO (learned graph, uniform start)": {
         "algo": "bn_mappo",

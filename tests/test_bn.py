@@ -321,7 +321,7 @@ def test_learned_graph_agent_anneals_to_independent(climbing):
         assert bool(jnp.all(jnp.isfinite(info["log_prob"])))
         assert bool(jnp.all(bn.respects_order(info["parents"], info["order"])))
         density[step] = float(bn.edge_density(info["parents"]).mean())
-    assert density[0] > 0.85  # the default dense start: edges at probability 0.95
+    assert density[0] > 0.9  # the default dense start: edges at probability 0.99
     assert density[4] == 0.0
 
 

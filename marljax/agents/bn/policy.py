@@ -198,8 +198,8 @@ def make_bn_policy(
     threshold_start: float = 0.0,
     threshold_end: float = 0.0,
     anneal_updates: int = 0,
-    edge_init: float = 0.95,
-    order_bias: float = 3.0,
+    edge_init: float = 0.99,
+    order_bias: float = 5.0,
 ) -> BNJointPolicy:
     """A Bayesian-network joint policy (`marljax.agents.heads.JointPolicy`).
 
@@ -216,7 +216,7 @@ def make_bn_policy(
       threshold_start, threshold_end, anneal_updates: the edge-threshold schedule.
       edge_init: initial probability of every allowed edge of the learned graph, in (0, 1).
       order_bias: initial gap between consecutive agents' order scores of the learned graph
-        (`GraphNet.order_bias`, >= 0). The defaults (0.95, 3.0) start the learned graph near
+        (`GraphNet.order_bias`, >= 0). The defaults (0.99, 5.0) start the learned graph near
         the full graph in index order, the dense start of Chen et al. 2023; see `PPOConfig`.
 
     Raises:
