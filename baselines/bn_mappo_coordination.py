@@ -14,8 +14,10 @@ Independent learners (MAPPO) tend to flee to the safe action while the partners 
 a Bayesian-network joint policy (D. Chen et al., "Context-Aware Bayesian Network Actor-Critic
 Methods for Cooperative Multi-Agent Reinforcement Learning", ICML 2023) lets agents see their
 parents' actions and respond to them (copy them, in the coordination game). We compare MAPPO,
-BN-MAPPO on the fixed chain graph, on a learned context-aware graph, and on the learned graph
-with its edge threshold annealed to 1 (a fully independent final policy), with IQM and 95%
+BN-MAPPO on the fixed chain and full graphs, on a learned context-aware graph (started near the full
+graph in index order, the default, or near-uniform: random order, edges at probability 1/2), and
+on the learned graph with its edge threshold annealed to 1 (a fully independent final policy),
+with IQM and 95%
 stratified-bootstrap CIs over seeds (`marljax.evaluation.stats`), and draw the learned graph of
 a few seeds (a one-shot game has a single context, its initial state).
 
@@ -53,7 +55,12 @@ BASE = Experiment(
 VARIANTS = {
     "MAPPO": {"algo": "mappo"},
     "BN-MAPPO (chain graph)": {"algo": "bn_mappo", "agent": {**BASE.agent, "graph": "chain"}},
+    "BN-MAPPO (full graph)": {"algo": "bn_mappo", "agent": {**BASE.agent, "graph": "full"}},
     "BN-MAPPO (learned graph)": {"algo": "bn_mappo"},
+    "BN-MAPPO (learned graph, uniform start)": {
+        "algo": "bn_mappo",
+        "agent": {**BASE.agent, "graph_edge_init": 0.5, "graph_order_bias": 0.0},
+    },
     "BN-MAPPO (annealed to independent)": {
         "algo": "bn_mappo",
         "agent": {
@@ -88,9 +95,14 @@ def learned_edge_probs(exp: Experiment, result, seed: int, samples: int = 4000) 
     _, ts = built.env.reset(jax.random.PRNGKey(0), built.env_params)
     context = jnp.asarray(ts.global_state, jnp.float32).reshape(-1)
     A = built.env.num_agents
-    scores, edge_logits = bn.GraphNet(A, config.hidden_sizes, config.activation).apply(
-        params["graph"], context
+    net = bn.GraphNet(
+        A,
+        config.hidden_sizes,
+        config.activation,
+        edge_bias=float(np.log(config.graph_edge_init / (1.0 - config.graph_edge_init))),
+        order_bias=config.graph_order_bias,
     )
+    scores, edge_logits = net.apply(params["graph"], context)
     schedule = bn.AnnealSchedule(
         config.graph_threshold_start, config.graph_threshold_end, config.graph_anneal_updates
     )

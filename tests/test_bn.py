@@ -65,6 +65,11 @@ def test_bad_graphs_and_schedules_fail_clearly():
         PPOConfig(graph="star")
     with pytest.raises(ValueError, match="recurrent"):
         PPOConfig(graph="chain", recurrent=True)
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="graph_edge_init"):
+            PPOConfig(graph="learned", graph_edge_init=bad)
+    with pytest.raises(ValueError, match="graph_order_bias"):
+        PPOConfig(graph="learned", graph_order_bias=-1.0)
     env, params = marljax.make("matrix/climbing-v0")
     with pytest.raises(ValueError, match=r"\[2, 2\]"):
         make_ppo(PPOConfig(graph=((0, 0, 0), (1, 0, 0), (0, 1, 0))), env, params)
@@ -110,6 +115,33 @@ def test_every_sampled_graph_is_acyclic(num_agents, seed, scale):
     """Many keys x many contexts: every DAG is acyclic and its parents precede their children."""
     checks = _dag_checker(num_agents)(jax.random.PRNGKey(seed), scale)
     assert np.asarray(checks).all(), np.asarray(checks)
+
+
+def test_graph_net_dense_start_is_near_the_full_graph():
+    """`edge_bias` and `order_bias` set the initial DAG distribution: at logit(0.95) and a gap
+    of 3 the mode is the full graph in index order and samples match the Plackett-Luce and
+    Bernoulli probabilities; at 0 / 0 every order is equally likely."""
+    A, S = 3, 4000
+    context = jnp.ones((5,))
+    keys = jax.random.split(jax.random.PRNGKey(0), S)
+    sample = jax.jit(jax.vmap(bn.sample_dag, in_axes=(0, None, None)))  # one compile for both
+    for order_bias, edge_p in ((3.0, 0.95), (0.0, 0.5)):
+        net = bn.GraphNet(A, (8,), edge_bias=float(np.log(edge_p / (1 - edge_p))),
+                          order_bias=order_bias)  # fmt: skip
+        scores, logits = net.apply(net.init(jax.random.PRNGKey(1), context), context)
+        off_diag = ~np.eye(A, dtype=bool)
+        np.testing.assert_allclose(np.asarray(jax.nn.sigmoid(logits))[off_diag], edge_p, atol=0.02)
+        dags = sample(keys, scores, logits)
+        identity = np.mean(np.all(np.asarray(dags.order) == np.arange(A), axis=-1))
+        expected = float(jnp.exp(jnp.sum(bn.plackett_luce_log_prob(scores, jnp.arange(A)))))
+        assert abs(identity - expected) < 0.03, (identity, expected)
+        if order_bias:
+            assert expected > 0.85
+            mode = bn.mode_dag(scores, logits)
+            assert mode.order.tolist() == [0, 1, 2]
+            np.testing.assert_array_equal(np.asarray(mode.parents), bn.full_graph(A).parents)
+        else:
+            assert abs(expected - 1 / 6) < 0.02
 
 
 def test_full_annealing_prunes_every_edge():
@@ -289,7 +321,7 @@ def test_learned_graph_agent_anneals_to_independent(climbing):
         assert bool(jnp.all(jnp.isfinite(info["log_prob"])))
         assert bool(jnp.all(bn.respects_order(info["parents"], info["order"])))
         density[step] = float(bn.edge_density(info["parents"]).mean())
-    assert 0.2 < density[0] < 0.8  # edges start near probability 1/2
+    assert density[0] > 0.9  # the default dense start: edges at probability 0.99
     assert density[4] == 0.0
 
 

@@ -407,6 +407,9 @@ class GraphNet(nn.Module):
       hidden_sizes: MLP torso widths.
       activation: torso activation.
       edge_bias: initial edge logit (0: every allowed edge starts at probability 1/2).
+      order_bias: gap between consecutive agents' initial order scores, `score_i` starts at
+        `-order_bias * i` (0: every order equally likely; large: the index order 0, 1, ...,
+        A-1 first). With a large `edge_bias` too, the initial graph is (nearly) `full_graph`.
 
     Call: `scores [..., A], edge_logits [..., A, A] = net(context [..., C])`.
     """
@@ -415,12 +418,13 @@ class GraphNet(nn.Module):
     hidden_sizes: tuple[int, ...] = (32,)
     activation: str = "tanh"
     edge_bias: float = 0.0
+    order_bias: float = 0.0
 
     @nn.compact
     def __call__(self, context: Array) -> tuple[Array, Array]:
         A = self.num_agents
         h = MLP(self.hidden_sizes, self.activation, A + A * A, 0.01)(context)
-        scores = h[..., :A]
+        scores = h[..., :A] - self.order_bias * jnp.arange(A, dtype=h.dtype)
         edge_logits = h[..., A:].reshape(*h.shape[:-1], A, A) + self.edge_bias
         # no self-loops: the order mask excludes them anyway; keep the logits tidy
         return scores, jnp.where(jnp.eye(A, dtype=bool), -30.0, edge_logits)

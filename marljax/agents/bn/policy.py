@@ -24,6 +24,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from marljax.agents import common
 from marljax.agents.bn import graphs as bn
@@ -197,6 +198,8 @@ def make_bn_policy(
     threshold_start: float = 0.0,
     threshold_end: float = 0.0,
     anneal_updates: int = 0,
+    edge_init: float = 0.99,
+    order_bias: float = 5.0,
 ) -> BNJointPolicy:
     """A Bayesian-network joint policy (`marljax.agents.heads.JointPolicy`).
 
@@ -211,11 +214,19 @@ def make_bn_policy(
       hidden_sizes, activation: the parent network's and graph network's MLP torsos.
       independent: parent networks have a leading agent axis (independent parameter mode).
       threshold_start, threshold_end, anneal_updates: the edge-threshold schedule.
+      edge_init: initial probability of every allowed edge of the learned graph, in (0, 1).
+      order_bias: initial gap between consecutive agents' order scores of the learned graph
+        (`GraphNet.order_bias`, >= 0). The defaults (0.99, 5.0) start the learned graph near
+        the full graph in index order, the dense start of Chen et al. 2023; see `PPOConfig`.
 
     Raises:
       ValueError: an unknown graph name, a malformed or cyclic mask, a mask of the wrong size.
     """
     A = num_agents
+    if not 0.0 < edge_init < 1.0:
+        raise ValueError(f"edge_init must be an edge probability in (0, 1), got {edge_init!r}")
+    if not order_bias >= 0.0:
+        raise ValueError(f"order_bias must be >= 0, got {order_bias!r}")
     if isinstance(graph, str) and graph == "learned":
         fixed = None
     elif isinstance(graph, str):
@@ -237,7 +248,13 @@ def make_bn_policy(
         state_dim=state_dim,
         independent=independent,
         parent_net=parent_net,
-        graph_net=bn.GraphNet(A, tuple(hidden_sizes), activation),
+        graph_net=bn.GraphNet(
+            A,
+            tuple(hidden_sizes),
+            activation,
+            edge_bias=float(np.log(edge_init / (1.0 - edge_init))),
+            order_bias=float(order_bias),
+        ),
         anneal=bn.AnnealSchedule(threshold_start, threshold_end, anneal_updates),
         fixed=fixed,
     )

@@ -411,6 +411,7 @@ def make_ppo(
             threshold_start=config.graph_threshold_start,
             threshold_end=config.graph_threshold_end,
             anneal_updates=config.graph_anneal_updates,
+            edge_init=config.graph_edge_init, order_bias=config.graph_order_bias,
         )  # fmt: skip
     else:
         policy = heads.IndependentPolicy(head)

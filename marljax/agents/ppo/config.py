@@ -51,6 +51,18 @@ class PPOConfig:
       graph_threshold_start, graph_threshold_end, graph_anneal_updates: the edge threshold
         rises linearly from start to end over that many updates (edges whose probability does
         not exceed it are pruned; 1.0 prunes every edge). 0 updates: constant at start.
+      graph_edge_init: initial probability of every allowed edge of the "learned" graph (the
+        graph network's edge logits start at `logit(graph_edge_init)`).
+      graph_order_bias: initial gap between consecutive agents' order scores of the "learned"
+        graph (agent `i`'s score starts at `-graph_order_bias * i`; 0: all orders equally
+        likely). The defaults (0.99, 5.0) start the learned graph at (nearly) the full graph in
+        index order, the dense start of Chen et al. 2023, and let training move it. A
+        near-uniform start (0.5, 0.0) splits each agent's plays between the root and the child
+        role and leaves the edge that lets a child answer its parent absent in most plays: on
+        the penalty game (k = 25) the roots settle on the safe action within about 10 updates,
+        before the graph learns (a frozen graph does as well as a learned one): 1/16 seeds
+        reached the optimum, 12/16 with these defaults, 13/16 with the fixed chain or full
+        graph (`baselines/bn_mappo_coordination.py`, baselines/README.md).
     """
 
     critic_input: CriticInput = param("global", help='"local" (IPPO) or "global" (MAPPO).')
@@ -95,6 +107,18 @@ class PPOConfig:
     graph_anneal_updates: int = param(
         0, help="updates over which the threshold rises linearly (0: constant at start)."
     )
+    graph_edge_init: float = param(
+        0.99,
+        lo=0.0,
+        lo_open=True,
+        hi=1.0,
+        help='initial probability of each allowed edge of the "learned" graph.',
+    )
+    graph_order_bias: float = param(
+        5.0,
+        lo=0.0,
+        help='initial order-score gap between consecutive agents of the "learned" graph.',
+    )
 
     def __post_init__(self):
         common.check_choice("critic_input", self.critic_input, ("local", "global"))
@@ -125,6 +149,11 @@ class PPOConfig:
             raise ValueError(
                 f"PPOConfig.graph_threshold_start, graph_threshold_end, graph_anneal_updates: {err}"
             ) from None
+        if self.graph_edge_init >= 1.0:
+            raise ValueError(
+                f"PPOConfig.graph_edge_init must be in (0, 1) (an edge probability; 1 would be "
+                f"an infinite logit), got {self.graph_edge_init!r}"
+            )
         if self.uses_graph and self.recurrent:
             raise ValueError("PPOConfig.graph (BN joint policy) needs recurrent=False")
 
