@@ -1,4 +1,5 @@
-"""Social dilemmas: Coin Game (two variants), public goods, mechanism wrappers, Cleanup, Harvest.
+"""Social dilemmas: Coin Game (two variants), public goods, mechanism wrappers, Cleanup, Harvest,
+the spatial Prisoner's Dilemma.
 
 Importing this package registers the `social/*` ids; build them with `marljax.make`::
 
@@ -7,6 +8,7 @@ Importing this package registers the `social/*` ids; build them with `marljax.ma
     env, params = marljax.make("social/coin_game_jaxmarl-v0")            # JaxMARL's coin_game
     env, params = marljax.make("social/public_goods-v0", multiplier=2.0, num_agents=5)
     env, params = marljax.make("social/public_goods_punishment-v0", punish_fine=2.0)
+    env, params = marljax.make("social/spatial_pd-v0", side=8, temptation=1.5)  # 64 agents
 
 Static options are the constructor arguments of the registered entry points below (shapes:
 `num_agents`, `grid_size`, `egocentric`, `num_levels`, ...); everything else (rewards, multiplier,
@@ -52,6 +54,13 @@ from marljax.envs.social.public_goods import (
     PublicGoodsParams,
     PublicGoodsState,
     public_goods_payoff,
+)
+from marljax.envs.social.spatial_pd import (
+    SpatialPD,
+    SpatialPDParams,
+    SpatialPDState,
+    spatial_pd_payoff,
+    torus_neighbours,
 )
 
 
@@ -182,6 +191,12 @@ def _register_all() -> None:
         description="Prisoner's Dilemma population with partner selection and reputation",
     )
     register(
+        "social/spatial_pd-v0",
+        SpatialPD,
+        description="Spatial Prisoner's Dilemma, 6x6 torus (36 agents), von Neumann "
+        "neighbours, local observations, T = 1.25, S = -0.25, 20 rounds",
+    )
+    register(
         "social/stag_hunt-v0",
         make_repeated_stag_hunt,
         description="Repeated Stag Hunt (10 rounds) with cooperation labels for social metrics",
@@ -209,6 +224,9 @@ __all__ = [
     "PunishmentState",
     "Reputation",
     "ReputationState",
+    "SpatialPD",
+    "SpatialPDParams",
+    "SpatialPDState",
     "ThirdPartyPunishment",
     "TwoStagePunishmentState",
     "check_param",
@@ -219,4 +237,6 @@ __all__ = [
     "make_public_goods_third_party",
     "make_repeated_stag_hunt",
     "public_goods_payoff",
+    "spatial_pd_payoff",
+    "torus_neighbours",
 ]

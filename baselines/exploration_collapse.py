@@ -1,0 +1,129 @@
+"""Exploration vs cooperation of shared-policy DQN on the spatial Prisoner's Dilemma.
+
+Reproduces, at small scale, the setting of Weng & Lee, "How Exploration Breaks Cooperation in
+Shared-Policy Multi-Agent Reinforcement Learning" (arXiv 2601.05509, 2026): independent DQN
+learners (`--algo iql`: the value-based learner without a mixer, epsilon-greedy, replay, target
+network) on an `L x L` torus of Prisoner's Dilemma players with von Neumann neighbourhoods and
+local observations (`social/spatial_pd-v0`). Their claim: with parameters shared by all agents,
+cooperation collapses as exploration grows, worst at high temptation `D_r`; limiting sharing
+(groups, independent parameters) alleviates it.
+
+For each temptation `T = 1 + D_r` and each `parameter_mode` (shared, shared_id = shared + one-hot
+agent id, independent), one program trains every (final epsilon x seed) run: epsilon anneals
+linearly from 1 to its final value over the first third of training, then stays there. The
+trained greedy policies (argmax Q) are then evaluated and the cooperation rate (fraction of
+cooperative choices, `marljax.evaluation.social`) is reported per cell with a bootstrap 95% CI,
+together with `P(independent > shared)` (probability of improvement over seeds, with its CI).
+
+    python baselines/exploration_collapse.py [--side 6] [--seeds 16] [--eps 0.02 0.1 0.3]
+        [--temptation 1.25 1.5] [--steps 6000] [--out runs]
+
+The default (6x6 lattice, 16 seeds per cell, 6,000 env steps per run) takes about 14 minutes on a
+loaded 2-core CPU; raise `--side`, `--seeds` and `--steps` for runs closer to the paper's
+(30x30 and larger lattices). Measured numbers: `baselines/README.md`.
+"""
+
+import argparse
+import time
+
+import jax
+import numpy as np
+
+import marljax.envs.social  # noqa: F401  (registers social/*)
+from marljax.evaluation.rollout import evaluate_policy
+from marljax.evaluation.social import SocialMetrics, bootstrap_ci
+from marljax.evaluation.stats import probability_of_improvement_ci
+from marljax.experiment import Experiment, build, run_experiment
+from marljax.train import TrainConfig
+
+MODES = ("shared", "shared_id", "independent")
+ROUNDS = 10  # rounds per episode; also the replay sequence length
+
+
+def train_and_evaluate(args, mode: str, temptation: float, key: jax.Array) -> np.ndarray:
+    """Train `len(args.eps) x args.seeds` runs in one program; `[G, S]` cooperation rates."""
+    exp = Experiment(
+        algo="iql",
+        env="social/spatial_pd-v0",
+        env_kwargs={"side": args.side, "temptation": temptation, "num_rounds": ROUNDS},
+        seeds=args.seeds,
+        train=TrainConfig(num_envs=2, rollout_len=ROUNDS, total_env_steps=args.steps),
+        agent={
+            "parameter_mode": mode,
+            "recurrent": False,
+            "hidden_sizes": (32,),
+            "sequence_len": ROUNDS,
+            "batch_size": 16,
+            "buffer_size": 200,
+            "target": "one_step",
+            "double_q": False,
+            "target_update_interval": 50,
+        },
+        hparams={"lr": 3e-3, "gamma": 0.9, "eps_anneal_steps": args.steps / 3},
+        grid={"eps_finish": list(args.eps)},
+        out_dir=args.out,
+        checkpoint=False,
+    )
+    result = run_experiment(exp, progress=False)
+    built = build(exp)
+    G, S = len(built.settings), args.seeds
+    flat = lambda x: x.reshape(G * S, *x.shape[2:])  # noqa: E731
+    agent_states = jax.tree.map(lambda x: flat(np.asarray(x)), result.state.agent_state)
+    hparams = jax.tree.map(lambda x: x[0], built.hparams)  # greedy acting ignores epsilon
+
+    def evaluate(agent_state, k):
+        return evaluate_policy(
+            built.env,
+            built.env_params,
+            built.agent,
+            agent_state,
+            hparams,
+            k,
+            num_envs=4,
+            num_steps=2 * ROUNDS,
+            wrap=SocialMetrics,
+            greedy=True,
+        )
+
+    keys = jax.random.split(key, G * S)
+    metrics = jax.jit(jax.vmap(evaluate))(agent_states, keys)
+    return np.asarray(metrics["social/cooperation_rate"]).reshape(G, S)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--side", type=int, default=6, help="lattice side L (A = L*L agents)")
+    parser.add_argument("--seeds", type=int, default=16, help="seeds per cell")
+    parser.add_argument("--eps", type=float, nargs="+", default=[0.02, 0.1, 0.3])
+    parser.add_argument("--temptation", type=float, nargs="+", default=[1.25, 1.5])
+    parser.add_argument("--steps", type=int, default=6000, help="env steps per run")
+    parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    args = parser.parse_args(argv)
+    key = jax.random.PRNGKey(2026)
+    print(
+        f"spatial PD {args.side}x{args.side} ({args.side**2} agents), S = -0.25, {args.steps} env "
+        f"steps per run, {args.seeds} seeds per cell; greedy cooperation rate [bootstrap 95% CI]"
+    )
+    for temptation in args.temptation:
+        rates = {}
+        for mode in MODES:
+            t0 = time.time()
+            rates[mode] = train_and_evaluate(args, mode, temptation, key)
+            print(f"  (T = {temptation}, {mode}: {time.time() - t0:.0f} s)", flush=True)
+        for g, eps in enumerate(args.eps):
+            cells = []
+            for mode in MODES:
+                mean, low, high = bootstrap_ci(key, rates[mode][g])
+                cells.append(f"{mode} {mean:.3f} [{low:.3f}, {high:.3f}]")
+            poi = probability_of_improvement_ci(
+                key, rates["independent"][g][:, None], rates["shared"][g][:, None]
+            )
+            print(
+                f"T = {temptation:<5} eps = {eps:<5} " + " | ".join(cells) + f" | P(indep > "
+                f"shared) {float(poi.point):.2f} [{float(poi.low):.2f}, {float(poi.high):.2f}]",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
