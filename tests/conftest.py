@@ -16,3 +16,17 @@ def key() -> jax.Array:
 def counting() -> CountingEnv:
     """The toy env of `marljax.testing` with two agents."""
     return CountingEnv(num_agents=2)
+
+
+#: make() options of the registry-wide checks (conformance, property tests) for envs whose
+#: default build is dominated by compile time: the RoShamBo population with 3 of its 43 bots
+#: (the two most complex and a trivial one); every bot is checked in tests/test_rps_*.py.
+CHECK_OPTIONS = {"matrix/rrps_population-v0": {"bots": ("rockbot", "iocainebot", "halbot")}}
+
+
+@pytest.fixture
+def make_for_checks():
+    """`make_for_checks(env_id) -> (env, params)`: `marljax.make` with `CHECK_OPTIONS`."""
+    import marljax
+
+    return lambda env_id: marljax.make(env_id, **CHECK_OPTIONS.get(env_id, {}))

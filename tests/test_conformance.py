@@ -10,8 +10,8 @@ from marljax.testing import check_env
 
 
 @pytest.mark.parametrize("env_id", marljax.registered_envs())
-def test_check_env(env_id):
-    env, params = marljax.make(env_id)
+def test_check_env(env_id, make_for_checks):
+    env, params = make_for_checks(env_id)
     check_env(env, params, num_steps=6, num_envs=2)
 
 

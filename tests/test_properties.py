@@ -302,8 +302,8 @@ def test_validate_params_accepts_both_ends_of_every_documented_range(env_id):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-def test_random_params_and_actions_keep_the_env_valid(env_id, case_count):
-    env, params = marljax.make(env_id)
+def test_random_params_and_actions_keep_the_env_valid(env_id, case_count, make_for_checks):
+    env, params = make_for_checks(env_id)
     base = _host_params(params)
     ranges = _ranges(env, base)
     # Spaces are read from the default params: their shapes and discrete sizes are static.

@@ -267,9 +267,13 @@ def test_bot_weights_select_the_bot():
     env, params = marljax.make("matrix/rrps_population-v0")
     per_bot = env.one_hot_params(params)
     keys = jax.random.split(KEY, env.num_bots)
-    _, ts = jax.jit(jax.vmap(env.reset))(keys, per_bot)
+    state, ts = jax.jit(jax.vmap(env.reset))(keys, per_bot)
     np.testing.assert_array_equal(np.asarray(ts.extras["bot_id"]), np.arange(env.num_bots))
     assert ts.obs.shape == (env.num_bots, 1, 7)
+    # every one of the 43 bots steps inside one program (the registry-wide checks use 3 bots)
+    rock = jnp.zeros((env.num_bots, 1), jnp.int32)
+    _, ts = jax.jit(jax.vmap(env.step))(keys, state, rock, per_bot)
+    assert np.all(np.isin(np.asarray(ts.reward), [-1.0, 0.0, 1.0]))
     with pytest.raises(ValueError, match="bot_weights"):
         env.validate_params(params.replace(bot_weights=jnp.zeros((env.num_bots,))))
 
