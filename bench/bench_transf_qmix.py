@@ -32,22 +32,19 @@ from __future__ import annotations
 import jax
 import numpy as np
 from harness import (
-    TRAIN_SEEDS,
     Options,
     Result,
     case,
     jaxmarl_training,
     main_with_steps,
+    marljax_greedy_training,
     notes_table,
-    seeded,
-    timed,
 )
 
 import marljax
 from marljax import config as cfg
 from marljax.agents import preset
 from marljax.agents.transf_qmix import TransfQMIXConfig, TransfQMIXHParams, make_transf_qmix
-from marljax.evaluation.rollout import evaluate_policy
 from marljax.train import TrainConfig, make_train
 
 EPISODE = 25
@@ -72,24 +69,7 @@ def marljax_transf_qmix(opts: Options) -> list[Result]:
     agent = make_transf_qmix(agent_cfg, env, params)
     hp = cfg.replace_checked(TransfQMIXHParams(), p.hparams, "hp")
     trainer = make_train(config, env, agent, params)
-    fn, key = seeded(trainer.train, 1)
-    t = timed(fn, key, hp, repeats=1, first_call=False)
-    state, _ = t.output
-    agent_state = state.agent_state
-    if TRAIN_SEEDS["n"] > 1:  # evaluate seed 0's parameters
-        agent_state = jax.tree.map(lambda x: x[0], agent_state)
-    ev = jax.jit(evaluate_policy, static_argnums=(0, 2, 6, 7))(
-        env, params, agent, agent_state, hp, jax.random.PRNGKey(1), 512, EPISODE
-    )
-    ret = float(ev["episode_return"]) * env.num_agents
-    return [
-        t.result(
-            _task(steps),
-            "marljax",
-            TRAIN_SEEDS["n"] * config.num_updates * config.steps_per_update,
-            notes={"greedy_return": ret, "num_updates": config.num_updates, "return_of": "seed 0"},
-        )
-    ]
+    return marljax_greedy_training(trainer, agent, hp, _task(steps), EPISODE)
 
 
 def _last_test_return(out) -> float:

@@ -401,6 +401,38 @@ def marljax_training(
     ]
 
 
+def marljax_greedy_training(
+    trainer: Any, agent: Any, hparams: Any, task: str, episode_len: int, episodes: int = 512
+) -> list[Result]:
+    """Time marljax's fused training program (compile apart), then evaluate seed 0's greedy policy.
+
+    The value-learner benchmarks compare greedy returns, as JaxMARL's Q-learning scripts report
+    them: `episodes` fresh episodes of `episode_len` steps, the per-agent mean return times the
+    number of agents.
+    """
+    from marljax.evaluation.rollout import evaluate_policy
+
+    env, params, config = trainer.env, trainer.env_params, trainer.config
+    fn, key = seeded(trainer.train, 1)
+    t = timed(fn, key, hparams, repeats=1, first_call=False)
+    state, _ = t.output
+    agent_state = state.agent_state
+    if TRAIN_SEEDS["n"] > 1:  # evaluate seed 0's parameters
+        agent_state = jax.tree.map(lambda x: x[0], agent_state)
+    ev = jax.jit(evaluate_policy, static_argnums=(0, 2, 6, 7))(
+        env, params, agent, agent_state, hparams, jax.random.PRNGKey(1), episodes, episode_len
+    )
+    ret = float(ev["episode_return"]) * env.num_agents
+    return [
+        t.result(
+            task,
+            "marljax",
+            TRAIN_SEEDS["n"] * config.num_updates * config.steps_per_update,
+            notes={"greedy_return": ret, "num_updates": config.num_updates, "return_of": "seed 0"},
+        )
+    ]
+
+
 def _final_test_return(out: Any) -> float:
     """The greedy return of a JaxMARL Q-learning run with `TEST_DURING_TRAINING` (its last test)."""
     return float(np.asarray(out["runner_state"][2]["returned_episode_returns"]))
