@@ -218,9 +218,7 @@ class SimpleSpeakerListener(ParticleEnv):
         return jnp.full((2,), -jnp.sum(d * d), jnp.float32)
 
     def _timestep(self, state, params, obs, reward) -> TimeStep:
-        return super()._timestep(state, params, obs, reward).replace(
-            action_mask=self.action_mask()
-        )
+        return super()._timestep(state, params, obs, reward).replace(action_mask=self.action_mask())
 
 
 def make_simple_speaker_listener(continuous: bool = False) -> SimpleSpeakerListener:
