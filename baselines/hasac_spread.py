@@ -22,6 +22,7 @@ and the probability that HASAC beats MAPPO (R. Agarwal et al., NeurIPS 2021;
 `marljax.evaluation.stats`). Every seed of one algorithm trains in one compiled program.
 
     python baselines/hasac_spread.py [--seeds 4] [--steps 200000] [--utd 1.0] [--preset harl_mpe]
+        [--algos hasac,mappo]  (masac: HASAC with the simultaneous update)
 """
 
 from __future__ import annotations
@@ -43,26 +44,25 @@ ENV = "particle/simple_spread_continuous-v0"
 NUM_ENVS, ROLLOUT = 8, 25
 #: CPU-budget scaling of HARL's (256, 256) MLP, batch 1000, 1M buffer and 10k warm-up steps.
 SCALED = dict(hidden_sizes=(64, 64), batch_size=256, buffer_size=100_000, warmup_steps=2000)
+ALGOS = ("hasac", "masac", "mappo")
 MAPPO = PPOConfig(
     critic_input="global", parameter_mode="shared_id", hidden_sizes=(64, 64), tanh_squash=True
 )
 
 
-def _greedy_agent(agent):
-    """`agent` acting deterministically: its policy's mode (`act(..., greedy=True)`)."""
+def train(name: str, seeds: int, steps: int, utd: float, preset_name: str, env_id: str = ENV):
+    """Train `name` (hasac, masac or mappo) on `env_id` for `seeds` seeds in one program.
 
-    def act(state, carry, obs, key, hp):
-        return agent.act(state, carry, obs, key, hp, greedy=True)
-
-    return agent._replace(act=act)
-
-
-def train(name: str, seeds: int, steps: int, utd: float, preset_name: str):
-    """`([S] train scores, [S] greedy scores, wall seconds incl. compile, final metrics)`."""
-    env, params = marljax.make(ENV)
-    if name == "hasac":
+    Returns `([S] train scores, [S] greedy scores, wall seconds incl. compile, final metrics)`.
+    MASAC is HASAC's config and hyperparameters with the simultaneous update
+    (`SACConfig.sequential=False`).
+    """
+    if name not in ALGOS:
+        raise ValueError(f"unknown algorithm {name!r}; choose from {', '.join(ALGOS)}")
+    env, params = marljax.make(env_id)
+    if name in ("hasac", "masac"):
         overrides, hp = preset(preset_name)
-        overrides.update(SCALED, utd_ratio=utd)
+        overrides.update(SCALED, utd_ratio=utd, sequential=name == "hasac")
         agent = make_sac(SACConfig(**overrides), env, params)
     else:
         agent, hp = make_ppo(MAPPO, env, params), PPOHParams()
@@ -70,9 +70,8 @@ def train(name: str, seeds: int, steps: int, utd: float, preset_name: str):
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     t0 = time.perf_counter()
     states, metrics = sweep(trainer, keys, broadcast_hparams(hp, 1))
-    greedy = _greedy_agent(agent)
     ev = jax.jit(
-        jax.vmap(lambda s, k: evaluate_policy(env, params, greedy, s, hp, k)["episode_return"])
+        jax.vmap(lambda s, k: evaluate_policy(env, params, agent, s, hp, k)["episode_return"])
     )(
         jax.tree.map(lambda x: x[0], states.agent_state),
         jax.random.split(jax.random.PRNGKey(123), seeds),
@@ -85,23 +84,38 @@ def train(name: str, seeds: int, steps: int, utd: float, preset_name: str):
     return np.nanmean(ret[:, -tail:], axis=1), np.asarray(ev), elapsed, last
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(
+    argv: list[str] | None, doc: str, steps: int, utd: float, algos: str
+) -> argparse.Namespace:
+    """The command line of this script and of `hasac_speaker_listener.py` (their defaults)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4, help="seeds per algorithm")
-    parser.add_argument("--steps", type=int, default=200_000, help="env steps per seed")
+    parser.add_argument("--steps", type=int, default=steps, help="env steps per seed")
     parser.add_argument(
-        "--utd", type=float, default=1.0, help="HASAC gradient steps per vectorised env step"
+        "--utd", type=float, default=utd, help="HASAC gradient steps per vectorised env step"
     )
     parser.add_argument("--preset", default="harl_mpe", help="HASAC preset (marljax.agents.sac)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--algos", default=algos, help="comma-separated, from " + ", ".join(ALGOS))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    compare(ENV, parse_args(argv, __doc__, steps=200_000, utd=1.0, algos="hasac,mappo"))
+
+
+def compare(env_id: str, args: argparse.Namespace) -> None:
+    """Train every algorithm of `args.algos` on `env_id` and print per-seed and aggregate scores."""
     train_scores, greedy_scores = {}, {}
-    for name in ("hasac", "mappo"):
-        tr, gr, elapsed, last = train(name, args.seeds, args.steps, args.utd, args.preset)
+    for name in args.algos.split(","):
+        tr, gr, elapsed, last = train(name, args.seeds, args.steps, args.utd, args.preset, env_id)
         train_scores[name], greedy_scores[name] = tr, gr
         extra = "".join(f", final {k} {v:.3g}" for k, v in sorted(last.items()))
-        print(f"{name}: {args.steps} env steps x {args.seeds} seeds in {elapsed:.0f} s{extra}")
+        print(
+            f"{name}: {args.steps} env steps x {args.seeds} seeds in {elapsed:.0f} s{extra}",
+            flush=True,
+        )
         print("  train  per seed: " + ", ".join(f"{s:.2f}" for s in tr))
-        print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr))
+        print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr), flush=True)
     for label, scores in (("train", train_scores), ("greedy", greedy_scores)):
         print(stats.format_comparison(jax.random.PRNGKey(0), scores, label=f"{label:6s}"))
 
