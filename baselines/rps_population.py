@@ -15,6 +15,14 @@ those named by `--heldout-bots`, or K drawn at random with `--heldout-random K`)
 training and the metrics are also reported on them alone: how the agent generalises to opponents
 it never met.
 
+Training runs on the league view of the population (`matrix/rrps_league-v0`, the default
+`--train-env league`): each env plays one match against EVERY training bot at once, one learner
+slot per bot, each bot's code running once per step; `--envs` counts league envs, so an update
+holds `envs x bots` matches. `--train-env population` trains on `matrix/rrps_population-v0`
+instead (one bot drawn per episode; every step runs every bot's code under `vmap`, far slower).
+The policy has shared parameters and sees only its own slot, so it plays the population env,
+where it is evaluated, unchanged.
+
 `--train-rounds N` trains on matches of N throws against bots built for N-throw matches, which
 costs less per throw (several bots do work proportional to the match length on every throw);
 evaluation stays on `--rounds` (1000, the paper's protocol). The observation (the last joint
@@ -23,8 +31,9 @@ move) does not depend on the match length, so the trained policy plays either.
 M. Lanctot et al., "Population-based Evaluation in Repeated Rock-Paper-Scissors as a Benchmark
 for Multiagent Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
 
-    python baselines/rps_population.py [--rounds 1000] [--train-rounds 100] [--updates 100]
-        [--seeds 3] [--envs 16] [--episodes 8]
+    python baselines/rps_population.py [--rounds 1000] [--train-rounds 1000] [--updates 100]
+        [--seeds 3] [--envs 4] [--episodes 8] [--train-env league|population]
+        [--lr 1e-3] [--ent-coef 0.01] [--gru 64]
         [--heldout 10 | --heldout-bots iocainebot,greenberg | --heldout-random 21]
 """
 
@@ -80,22 +89,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1000, help="throws per match (paper: 1000)")
     parser.add_argument("--updates", type=int, default=100, help="PPO updates per seed")
-    parser.add_argument("--envs", type=int, default=16, help="parallel environments")
+    parser.add_argument("--envs", type=int, default=4, help="parallel environments")
     parser.add_argument("--seeds", type=int, default=3, help="training seeds (one at a time)")
     parser.add_argument("--episodes", type=int, default=8, help="evaluation matches per bot")
     parser.add_argument("--heldout", type=int, default=0, help="leave the last K bots out")
     parser.add_argument("--heldout-bots", default="", help="comma-separated held-out bots")
     parser.add_argument("--heldout-random", type=int, default=0, help="hold out K random bots")
     parser.add_argument("--train-rounds", type=int, default=0, help="training match length")
+    parser.add_argument("--train-env", choices=("league", "population"), default="league")
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    parser.add_argument("--ent-coef", type=float, default=0.01, help="entropy bonus")
+    parser.add_argument("--gru", type=int, default=64, help="GRU (and MLP) width")
+    parser.add_argument("--minibatches", type=int, default=4, help="PPO minibatches (over envs)")
     args = parser.parse_args()
 
     env, params = marljax.make(
         "matrix/rrps_population-v0", num_rounds=args.rounds, num_throws=args.rounds
     )
     train_rounds = args.train_rounds or args.rounds
-    train_env, train_params = marljax.make(
-        "matrix/rrps_population-v0", num_rounds=train_rounds, num_throws=train_rounds
-    )
     held = [b for b in args.heldout_bots.split(",") if b] or list(
         env.bots[len(env.bots) - args.heldout :] if args.heldout else []
     )
@@ -104,30 +115,44 @@ def main() -> None:
         held = sorted(rng.choice(env.bots, args.heldout_random, replace=False).tolist())
         print(f"held out (random, rng seed 0): {', '.join(held)}")
     train_bots = [b for b in env.bots if b not in held]
-    weights = jnp.asarray([float(b in train_bots) for b in env.bots])
-    train_params = train_params.replace(bot_weights=weights)
-    agent = ippo(
-        train_env,
-        train_params,
+    if args.train_env == "league":
+        train_env, train_params = marljax.make(
+            "matrix/rrps_league-v0",
+            bots=tuple(train_bots),
+            num_rounds=train_rounds,
+            num_throws=train_rounds,
+        )
+    else:
+        train_env, train_params = marljax.make(
+            "matrix/rrps_population-v0", num_rounds=train_rounds, num_throws=train_rounds
+        )
+        weights = jnp.asarray([float(b in train_bots) for b in env.bots])
+        train_params = train_params.replace(bot_weights=weights)
+    options = dict(
         recurrent=True,
-        hidden_sizes=(64,),
-        gru_size=64,
-        num_minibatches=4,
+        hidden_sizes=(args.gru,),
+        gru_size=args.gru,
+        num_minibatches=args.minibatches,
         num_epochs=4,
         parameter_mode="shared",
     )
+    agent = ippo(train_env, train_params, **options)
+    # the same parameters play the population env (one learner, no agent id): its own agent
+    eval_agent = ippo(env, params, **options)
     config = TrainConfig(
         num_envs=args.envs,
         rollout_len=train_rounds,
         total_env_steps=args.envs * train_rounds * args.updates,
     )
-    hparams = PPOHParams(lr=1e-3, gamma=0.99, ent_coef=0.01)
+    hparams = PPOHParams(lr=args.lr, gamma=0.99, ent_coef=args.ent_coef)
     train = jax.jit(make_train(config, train_env, agent, train_params).train)
+    learner_steps = config.num_updates * config.steps_per_update * train_env.num_agents
     print(
-        f"recurrent IPPO vs {len(train_bots)} training bots ({len(held)} held out), "
+        f"recurrent IPPO (GRU {args.gru}, lr {args.lr}, entropy {args.ent_coef}) on the "
+        f"{args.train_env} env vs {len(train_bots)} training bots ({len(held)} held out), "
         f"{train_rounds} throws per training match, {args.rounds} per evaluation match, "
-        f"{config.num_updates} updates x "
-        f"{config.steps_per_update} env steps, {args.seeds} seeds"
+        f"{config.num_updates} updates x {config.steps_per_update} env steps "
+        f"({learner_steps} learner steps), {args.seeds} seeds"
     )
 
     states = []
@@ -135,9 +160,11 @@ def main() -> None:
         t0 = time.perf_counter()
         state, metrics = train(jax.random.PRNGKey(seed), hparams)
         returns = np.asarray(metrics["episode_return"])
+        seconds = time.perf_counter() - t0
         print(
             f"seed {seed}: training return first/last update {returns[0]:.1f} / "
-            f"{returns[-1]:.1f} ({time.perf_counter() - t0:.0f} s incl. compile)"
+            f"{returns[-1]:.1f} ({seconds:.0f} s incl. compile, "
+            f"{learner_steps / seconds:.0f} learner steps/s)"
         )
         states.append(state.agent_state)
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
@@ -145,7 +172,7 @@ def main() -> None:
     t0 = time.perf_counter()
     returns = np.asarray(
         population_returns_over_seeds(
-            env, agent, stacked, hparams, jax.random.PRNGKey(1000), params, args.episodes
+            env, eval_agent, stacked, hparams, jax.random.PRNGKey(1000), params, args.episodes
         )
     )  # [S, P, E]
     print(f"evaluation: {returns.shape} returns in {time.perf_counter() - t0:.0f} s incl. compile")

@@ -19,9 +19,10 @@ def counting() -> CountingEnv:
 
 
 #: make() options of the registry-wide checks (conformance, property tests) for envs whose
-#: default build is dominated by compile time: the RoShamBo population with 3 of its 43 bots
+#: default build is dominated by compile time: the RoShamBo population and league with 3 of its 43 bots
 #: (the two most complex and a trivial one); every bot is checked in tests/test_rps_*.py.
-CHECK_OPTIONS = {"matrix/rrps_population-v0": {"bots": ("rockbot", "iocainebot", "halbot")}}
+CHECK_BOTS = {"bots": ("rockbot", "iocainebot", "halbot")}
+CHECK_OPTIONS = {"matrix/rrps_population-v0": CHECK_BOTS, "matrix/rrps_league-v0": CHECK_BOTS}
 
 
 @pytest.fixture

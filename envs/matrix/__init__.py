@@ -60,6 +60,7 @@ from marljax.envs.matrix.rps_bots import (
     make_rps_population,
     play_match,
 )
+from marljax.envs.matrix.rps_league import RPSLeague, make_rps_league
 from marljax.envs.matrix.strategies import (
     STRATEGIES,
     Strategy,
@@ -184,6 +185,12 @@ def _register_all() -> None:
         f"{len(BOT_NAMES)} RoShamBo competition bots (Lanctot et al. 2023)",
     )
     register(
+        "matrix/rrps_league-v0",
+        make_rps_league,
+        description="Repeated Rock-Paper-Scissors, 1000 throws, learner slot i vs bot i of the "
+        f"{len(BOT_NAMES)} RoShamBo competition bots, all in one env (for training)",
+    )
+    register(
         "matrix/two_step-v0",
         TwoStepGame,
         description="QMIX two-step game (Rashid et al. 2018)",
@@ -200,6 +207,7 @@ __all__ = [
     "BotParams",
     "BotState",
     "GAMES",
+    "RPSLeague",
     "RPSPopulation",
     "RPSPopulationParams",
     "STRATEGIES",
@@ -233,6 +241,7 @@ __all__ = [
     "make_matrix_game",
     "get_bot",
     "get_bots",
+    "make_rps_league",
     "make_rps_population",
     "matching_pennies",
     "nonmonotonic_game",

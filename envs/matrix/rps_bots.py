@@ -615,7 +615,7 @@ def bot_strategy(
       A `Strategy` whose state is `(bot index [] int32, bot states, my [L+1], opp [L+1])`.
     """
     bots = get_bots([names] if isinstance(names, str) else names)
-    trials = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+    trials = check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
     w = np.ones(len(bots)) if weights is None else np.asarray(weights, np.float64)
     if w.shape != (len(bots),) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(f"weights must be {len(bots)} non-negative numbers, not all 0; got {w}")
@@ -641,11 +641,20 @@ def bot_strategy(
     return Strategy(init, act)
 
 
-def _check_throws(num_throws: int) -> int:
+def check_throws(num_throws: int) -> int:
+    """`num_throws` as an int, refused unless >= 1 (a match needs a throw)."""
     n = int(num_throws)
     if n < 1:
         raise ValueError(f"a match needs at least 1 throw, got {num_throws}")
     return n
+
+
+def check_rounds(params: MatrixGameParams, num_throws: int) -> None:
+    """Refuse `params.num_rounds` outside `[1, num_throws]` (the bots' histories hold
+    `num_throws` throws)."""
+    rounds = np.asarray(params.num_rounds)
+    if np.any(rounds < 1) or np.any(rounds > num_throws):
+        raise ValueError(f"num_rounds must be in [1, num_throws={num_throws}], got {rounds}")
 
 
 # ----------------------------------------------------------------------------- the env
@@ -705,7 +714,7 @@ class RPSPopulation(Wrapper):
             raise ValueError(f"RPSPopulation needs a 2-player, 3-action game, got {env!r}")
         self._bots = get_bots(bots)
         self.bots = tuple(b.name for b in self._bots)
-        self.num_throws = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+        self.num_throws = check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
         self.num_agents = 1
         self.num_bots = len(self.bots)
         self._index_from_params = False
@@ -745,11 +754,7 @@ class RPSPopulation(Wrapper):
         fixed = np.asarray(params.fixed_bot)
         if np.any(fixed < -1) or np.any(fixed >= self.num_bots):
             raise ValueError(f"fixed_bot must be -1 or a bot index < {self.num_bots}, got {fixed}")
-        rounds = np.asarray(params.num_rounds)
-        if np.any(rounds < 1) or np.any(rounds > self.num_throws):
-            raise ValueError(
-                f"num_rounds must be in [1, num_throws={self.num_throws}], got {rounds}"
-            )
+        check_rounds(params, self.num_throws)
 
     def param_ranges(self) -> dict[str, tuple[float, float]]:
         return {"num_rounds": (1, 6), "bot_weights": (0.01, 1.0)}
@@ -830,7 +835,7 @@ def make_rps_population(
     Returns:
       An `RPSPopulation` around `MatrixGame(rock_paper_scissors())`.
     """
-    n = _check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+    n = check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
     game = MatrixGame(rock_paper_scissors(), num_rounds=n, name="rock_paper_scissors")
     return RPSPopulation(game, bots, n)
 
@@ -858,6 +863,8 @@ __all__ = [
     "bot_params",
     "bot_strategy",
     "bot_update",
+    "check_rounds",
+    "check_throws",
     "extra_bot",
     "get_bot",
     "get_bots",

@@ -85,3 +85,29 @@ def switch_step(
     if len(bots) == 1:
         return branch(0)(states, my, opp, rand)
     return jax.lax.switch(index, [branch(j) for j in range(len(bots))], states, my, opp, rand)
+
+
+def step_each(
+    bots: tuple[Bot, ...], states: tuple, my: Array, opp: Array, rand: Array
+) -> tuple[Array, tuple]:
+    """Step every bot once, bot `i` on its own match `i` (a loop over bots: no switch, no select).
+
+    Each bot's code runs once per call, on its own slice, so under `vmap` the cost is the sum of
+    the bots' costs (where `switch_step` under `vmap` pays that sum for every element).
+
+    Args:
+      bots: the `P` bots.
+      states: their states, one entry per bot (`init_states`).
+      my: `[P, L + 1]` int32 each bot's own history.
+      opp: `[P, L + 1]` int32 each bot's opponent's history.
+      rand: `[P, K]` uint32 draws, row `i` for bot `i` (`K >= num_random(bots)`).
+
+    Returns:
+      `([P] int32 moves, the new states)`.
+    """
+    moves, new = [], []
+    for i, bot in enumerate(bots):
+        move, s = bot.step(states[i], my[i], opp[i], rand[i])
+        moves.append(jnp.asarray(move, jnp.int32))
+        new.append(s)
+    return jnp.stack(moves), tuple(new)
