@@ -36,11 +36,13 @@ from marljax.evaluation.stats import probability_of_improvement_ci
 from marljax.experiment import Experiment, build, run_experiment
 from marljax.train import TrainConfig
 
-MODES = ("shared", "shared_id", "independent")
+MODES = ("shared", "shared_id", "independent", "grouped")
 ROUNDS = 10  # rounds per episode; also the replay sequence length
 
 
-def train_and_evaluate(args, mode: str, temptation: float, key: jax.Array) -> np.ndarray:
+def train_and_evaluate(
+    args, mode: str, temptation: float, hidden: int, key: jax.Array
+) -> np.ndarray:
     """Train `len(args.eps) x args.seeds` runs in one program; `[G, S]` cooperation rates."""
     exp = Experiment(
         algo="iql",
@@ -50,8 +52,9 @@ def train_and_evaluate(args, mode: str, temptation: float, key: jax.Array) -> np
         train=TrainConfig(num_envs=2, rollout_len=ROUNDS, total_env_steps=args.steps),
         agent={
             "parameter_mode": mode,
+            "num_groups": args.groups if mode == "grouped" else 1,
             "recurrent": False,
-            "hidden_sizes": (32,),
+            "hidden_sizes": (hidden,),
             "sequence_len": ROUNDS,
             "batch_size": 16,
             "buffer_size": 200,
@@ -96,6 +99,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=16, help="seeds per cell")
     parser.add_argument("--eps", type=float, nargs="+", default=[0.02, 0.1, 0.3])
     parser.add_argument("--temptation", type=float, nargs="+", default=[1.25, 1.5])
+    parser.add_argument("--hidden", type=int, nargs="+", default=[32], help="Q-network widths")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--groups", type=int, default=6, help="parameter sets of `grouped`")
     parser.add_argument("--steps", type=int, default=6000, help="env steps per run")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
     args = parser.parse_args(argv)
@@ -105,24 +111,33 @@ def main(argv: list[str] | None = None) -> None:
         f"steps per run, {args.seeds} seeds per cell; greedy cooperation rate [bootstrap 95% CI]"
     )
     for temptation in args.temptation:
-        rates = {}
-        for mode in MODES:
-            t0 = time.time()
-            rates[mode] = train_and_evaluate(args, mode, temptation, key)
-            print(f"  (T = {temptation}, {mode}: {time.time() - t0:.0f} s)", flush=True)
-        for g, eps in enumerate(args.eps):
-            cells = []
-            for mode in MODES:
-                mean, low, high = bootstrap_ci(key, rates[mode][g])
-                cells.append(f"{mode} {mean:.3f} [{low:.3f}, {high:.3f}]")
-            poi = probability_of_improvement_ci(
-                key, rates["independent"][g][:, None], rates["shared"][g][:, None]
-            )
-            print(
-                f"T = {temptation:<5} eps = {eps:<5} " + " | ".join(cells) + f" | P(indep > "
-                f"shared) {float(poi.point):.2f} [{float(poi.low):.2f}, {float(poi.high):.2f}]",
-                flush=True,
-            )
+        for hidden in args.hidden:
+            rates = {}
+            for mode in args.modes:
+                t0 = time.time()
+                rates[mode] = train_and_evaluate(args, mode, temptation, hidden, key)
+                print(
+                    f"  (T = {temptation}, hidden {hidden}, {mode}: {time.time() - t0:.0f} s)",
+                    flush=True,
+                )
+            for g, eps in enumerate(args.eps):
+                cells = []
+                for mode in args.modes:
+                    mean, low, high = bootstrap_ci(key, rates[mode][g])
+                    cells.append(f"{mode} {mean:.3f} [{low:.3f}, {high:.3f}]")
+                others = [m for m in args.modes if m != "shared"] if "shared" in args.modes else []
+                for mode in others:
+                    poi = probability_of_improvement_ci(
+                        key, rates[mode][g][:, None], rates["shared"][g][:, None]
+                    )
+                    cells.append(
+                        f"P({mode} > shared) {float(poi.point):.2f} "
+                        f"[{float(poi.low):.2f}, {float(poi.high):.2f}]"
+                    )
+                print(
+                    f"T = {temptation:<5} hidden {hidden:<4} eps = {eps:<5} " + " | ".join(cells),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
