@@ -8,19 +8,23 @@ local observations (`social/spatial_pd-v0`). Their claim: with parameters shared
 cooperation collapses as exploration grows, worst at high temptation `D_r`; limiting sharing
 (groups, independent parameters) alleviates it.
 
-For each temptation `T = 1 + D_r` and each `parameter_mode` (shared, shared_id = shared + one-hot
-agent id, independent), one program trains every (final epsilon x seed) run: epsilon anneals
-linearly from 1 to its final value over the first third of training, then stays there. The
-trained greedy policies (argmax Q) are then evaluated and the cooperation rate (fraction of
-cooperative choices, `marljax.evaluation.social`) is reported per cell with a bootstrap 95% CI,
-together with `P(independent > shared)` (probability of improvement over seeds, with its CI).
+For each temptation `T = 1 + D_r`, Q-network width (`--hidden`, one hidden layer) and
+`parameter_mode` (shared, shared_id = shared + one-hot agent id, independent, grouped = `--groups`
+parameter sets, each shared by a block of `A / G` agents, i.e. bands of lattice rows), one program
+trains every (final epsilon x seed) run: epsilon anneals linearly from 1 to its final value over
+the first third of training, then stays there. The trained greedy policies (argmax Q) are then
+evaluated and the cooperation rate (fraction of cooperative choices,
+`marljax.evaluation.social`) is reported per cell with a bootstrap 95% CI, together with
+`P(mode > shared)` (probability of improvement over seeds, with its CI) for every other mode.
 
     python baselines/exploration_collapse.py [--side 6] [--seeds 16] [--eps 0.02 0.1 0.3]
-        [--temptation 1.25 1.5] [--steps 6000] [--out runs]
+        [--temptation 1.25 1.5] [--hidden 32] [--modes shared shared_id independent grouped]
+        [--groups 6] [--steps 6000] [--out runs]
 
-The default (6x6 lattice, 16 seeds per cell, 6,000 env steps per run) takes about 14 minutes on a
-loaded 2-core CPU; raise `--side`, `--seeds` and `--steps` for runs closer to the paper's
-(30x30 and larger lattices). Measured numbers: `baselines/README.md`.
+At 64 seeds x 2 epsilons per program, one program took 3.5 to 6 minutes at hidden 16 and 64 on
+a loaded 2-core CPU (independent and grouped cost more than shared; see `baselines/README.md`);
+raise `--side`, `--seeds` and `--steps` for runs closer to the paper's (30x30 and larger
+lattices). Measured numbers: `baselines/README.md`.
 """
 
 import argparse
@@ -116,8 +120,10 @@ def main(argv: list[str] | None = None) -> None:
             for mode in args.modes:
                 t0 = time.time()
                 rates[mode] = train_and_evaluate(args, mode, temptation, hidden, key)
+                means = " ".join(f"{r:.3f}" for r in rates[mode].mean(axis=1))
                 print(
-                    f"  (T = {temptation}, hidden {hidden}, {mode}: {time.time() - t0:.0f} s)",
+                    f"  (T = {temptation}, hidden {hidden}, {mode}: {time.time() - t0:.0f} s; "
+                    f"mean per epsilon {means})",
                     flush=True,
                 )
             for g, eps in enumerate(args.eps):
