@@ -21,9 +21,8 @@ evaluated and the cooperation rate (fraction of cooperative choices,
         [--temptation 1.25 1.5] [--hidden 32] [--modes shared shared_id independent grouped]
         [--groups 6] [--steps 6000] [--out runs]
 
-At 64 seeds x 2 epsilons per program, one program took 3.5 to 6 minutes at hidden 16 and 64 on
-a loaded 2-core CPU (independent and grouped cost more than shared; see `baselines/README.md`);
-raise `--side`, `--seeds` and `--steps` for runs closer to the paper's (30x30 and larger
+At 64 seeds x 2 epsilons per program, one program took 3.4 to 5.8 minutes at hidden 16 and 64
+and 8.3 (shared) to 9.6 (independent) minutes at hidden 256 on a loaded 2-core CPU; raise `--side`, `--seeds` and `--steps` for runs closer to the paper's (30x30 and larger
 lattices). Measured numbers: `baselines/README.md`.
 """
 
