@@ -8,19 +8,22 @@ local observations (`social/spatial_pd-v0`). Their claim: with parameters shared
 cooperation collapses as exploration grows, worst at high temptation `D_r`; limiting sharing
 (groups, independent parameters) alleviates it.
 
-For each temptation `T = 1 + D_r` and each `parameter_mode` (shared, shared_id = shared + one-hot
-agent id, independent), one program trains every (final epsilon x seed) run: epsilon anneals
-linearly from 1 to its final value over the first third of training, then stays there. The
-trained greedy policies (argmax Q) are then evaluated and the cooperation rate (fraction of
-cooperative choices, `marljax.evaluation.social`) is reported per cell with a bootstrap 95% CI,
-together with `P(independent > shared)` (probability of improvement over seeds, with its CI).
+For each temptation `T = 1 + D_r`, Q-network width (`--hidden`, one hidden layer) and
+`parameter_mode` (shared, shared_id = shared + one-hot agent id, independent, grouped = `--groups`
+parameter sets, each shared by a block of `A / G` agents, i.e. bands of lattice rows), one program
+trains every (final epsilon x seed) run: epsilon anneals linearly from 1 to its final value over
+the first third of training, then stays there. The trained greedy policies (argmax Q) are then
+evaluated and the cooperation rate (fraction of cooperative choices,
+`marljax.evaluation.social`) is reported per cell with a bootstrap 95% CI, together with
+`P(mode > shared)` (probability of improvement over seeds, with its CI) for every other mode.
 
     python baselines/exploration_collapse.py [--side 6] [--seeds 16] [--eps 0.02 0.1 0.3]
-        [--temptation 1.25 1.5] [--steps 6000] [--out runs]
+        [--temptation 1.25 1.5] [--hidden 32] [--modes shared shared_id independent grouped]
+        [--groups 6] [--steps 6000] [--out runs]
 
-The default (6x6 lattice, 16 seeds per cell, 6,000 env steps per run) takes about 14 minutes on a
-loaded 2-core CPU; raise `--side`, `--seeds` and `--steps` for runs closer to the paper's
-(30x30 and larger lattices). Measured numbers: `baselines/README.md`.
+At 64 seeds x 2 epsilons per program, one program took 3.4 to 5.8 minutes at hidden 16 and 64
+and 8.3 (shared) to 9.6 (independent) minutes at hidden 256 on a loaded 2-core CPU; raise `--side`, `--seeds` and `--steps` for runs closer to the paper's (30x30 and larger
+lattices). Measured numbers: `baselines/README.md`.
 """
 
 import argparse
@@ -36,11 +39,13 @@ from marljax.evaluation.stats import probability_of_improvement_ci
 from marljax.experiment import Experiment, build, run_experiment
 from marljax.train import TrainConfig
 
-MODES = ("shared", "shared_id", "independent")
+MODES = ("shared", "shared_id", "independent", "grouped")
 ROUNDS = 10  # rounds per episode; also the replay sequence length
 
 
-def train_and_evaluate(args, mode: str, temptation: float, key: jax.Array) -> np.ndarray:
+def train_and_evaluate(
+    args, mode: str, temptation: float, hidden: int, key: jax.Array
+) -> np.ndarray:
     """Train `len(args.eps) x args.seeds` runs in one program; `[G, S]` cooperation rates."""
     exp = Experiment(
         algo="iql",
@@ -50,8 +55,9 @@ def train_and_evaluate(args, mode: str, temptation: float, key: jax.Array) -> np
         train=TrainConfig(num_envs=2, rollout_len=ROUNDS, total_env_steps=args.steps),
         agent={
             "parameter_mode": mode,
+            "num_groups": args.groups if mode == "grouped" else 1,
             "recurrent": False,
-            "hidden_sizes": (32,),
+            "hidden_sizes": (hidden,),
             "sequence_len": ROUNDS,
             "batch_size": 16,
             "buffer_size": 200,
@@ -96,6 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=16, help="seeds per cell")
     parser.add_argument("--eps", type=float, nargs="+", default=[0.02, 0.1, 0.3])
     parser.add_argument("--temptation", type=float, nargs="+", default=[1.25, 1.5])
+    parser.add_argument("--hidden", type=int, nargs="+", default=[32], help="Q-network widths")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--groups", type=int, default=6, help="parameter sets of `grouped`")
     parser.add_argument("--steps", type=int, default=6000, help="env steps per run")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
     args = parser.parse_args(argv)
@@ -105,24 +114,35 @@ def main(argv: list[str] | None = None) -> None:
         f"steps per run, {args.seeds} seeds per cell; greedy cooperation rate [bootstrap 95% CI]"
     )
     for temptation in args.temptation:
-        rates = {}
-        for mode in MODES:
-            t0 = time.time()
-            rates[mode] = train_and_evaluate(args, mode, temptation, key)
-            print(f"  (T = {temptation}, {mode}: {time.time() - t0:.0f} s)", flush=True)
-        for g, eps in enumerate(args.eps):
-            cells = []
-            for mode in MODES:
-                mean, low, high = bootstrap_ci(key, rates[mode][g])
-                cells.append(f"{mode} {mean:.3f} [{low:.3f}, {high:.3f}]")
-            poi = probability_of_improvement_ci(
-                key, rates["independent"][g][:, None], rates["shared"][g][:, None]
-            )
-            print(
-                f"T = {temptation:<5} eps = {eps:<5} " + " | ".join(cells) + f" | P(indep > "
-                f"shared) {float(poi.point):.2f} [{float(poi.low):.2f}, {float(poi.high):.2f}]",
-                flush=True,
-            )
+        for hidden in args.hidden:
+            rates = {}
+            for mode in args.modes:
+                t0 = time.time()
+                rates[mode] = train_and_evaluate(args, mode, temptation, hidden, key)
+                means = " ".join(f"{r:.3f}" for r in rates[mode].mean(axis=1))
+                print(
+                    f"  (T = {temptation}, hidden {hidden}, {mode}: {time.time() - t0:.0f} s; "
+                    f"mean per epsilon {means})",
+                    flush=True,
+                )
+            for g, eps in enumerate(args.eps):
+                cells = []
+                for mode in args.modes:
+                    mean, low, high = bootstrap_ci(key, rates[mode][g])
+                    cells.append(f"{mode} {mean:.3f} [{low:.3f}, {high:.3f}]")
+                others = [m for m in args.modes if m != "shared"] if "shared" in args.modes else []
+                for mode in others:
+                    poi = probability_of_improvement_ci(
+                        key, rates[mode][g][:, None], rates["shared"][g][:, None]
+                    )
+                    cells.append(
+                        f"P({mode} > shared) {float(poi.point):.2f} "
+                        f"[{float(poi.low):.2f}, {float(poi.high):.2f}]"
+                    )
+                print(
+                    f"T = {temptation:<5} hidden {hidden:<4} eps = {eps:<5} " + " | ".join(cells),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

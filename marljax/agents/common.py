@@ -5,6 +5,9 @@ The three parameter modes every agent supports live here once:
 - `shared`: one parameter pytree, agents folded into the batch;
 - `shared_id`: the same, with a one-hot agent id appended to each agent's input;
 - `independent`: one parameter pytree with a leading agent axis `[A, ...]`, applied with `vmap`.
+
+A fourth, `grouped` (parameters with a leading group axis `[G, ...]`, each agent using its
+group's set: `group_params`), is offered by the value-based learner only (`QConfig`).
 """
 
 from __future__ import annotations
@@ -128,8 +131,38 @@ def init_per_agent(init_one: Callable[[Array], Any], key: Array, num_agents: int
     return init_one(key)
 
 
+def agent_groups(num_agents: int, num_groups: int) -> Array:
+    """`[A]` int32 group of each agent: `G` contiguous, balanced blocks of agent indices.
+
+    Agent `a` belongs to group `floor(a * G / A)` (on a lattice numbered row by row, these are
+    bands of rows). Raises a `ValueError` unless `1 <= num_groups <= num_agents`.
+    """
+    if not 1 <= num_groups <= num_agents:
+        raise ValueError(
+            f"num_groups must be between 1 and the number of agents ({num_agents}), "
+            f"got {num_groups}"
+        )
+    return (jnp.arange(num_agents) * num_groups) // num_agents
+
+
+def group_params(params: Any, groups: Array) -> Any:
+    """`[G, ...]` group parameters -> `[A, ...]` per-agent parameters (`params[groups]`).
+
+    The result is applied like `independent` parameters (`apply_over_agents(...,
+    independent=True)`). The gather's gradient sums the per-agent gradients into their group's
+    row, so the agents of one group train one set of parameters together.
+
+    Args:
+      params: pytree with leaves `[G, ...]`.
+      groups: `[A]` int group of each agent (`agent_groups`).
+    """
+    return jax.tree.map(lambda p: p[groups], params)
+
+
 __all__ = [
     "PARAMETER_MODES",
+    "agent_groups",
+    "group_params",
     "agent_inputs",
     "apply_once_per_env",
     "apply_over_agents",

@@ -26,7 +26,10 @@ class QConfig:
 
     Attributes:
       mixer: "none" (IQL), "vdn" or "qmix".
-      parameter_mode: "shared", "shared_id" (shared + one-hot agent id) or "independent".
+      parameter_mode: "shared", "shared_id" (shared + one-hot agent id), "independent" or
+        "grouped" (`num_groups` parameter sets, agent `a` using set `floor(a * G / A)`; see
+        `marljax.agents.common.group_params`).
+      num_groups: `G`, the number of parameter sets when `parameter_mode == "grouped"`.
       hidden_sizes: widths of the agent MLP torso (before the GRU).
       activation: torso activation.
       recurrent: put a GRU between the torso and the Q head.
@@ -64,7 +67,11 @@ class QConfig:
 
     mixer: Mixer = param("qmix", help='"none" (IQL), "vdn" or "qmix".')
     parameter_mode: str = param(
-        "shared_id", help='"shared", "shared_id" (shared + one-hot agent id) or "independent".'
+        "shared_id",
+        help='"shared", "shared_id" (shared + one-hot agent id), "independent" or "grouped".',
+    )
+    num_groups: int = param(
+        1, lo=1, help='parameter sets when parameter_mode="grouped" (agent a uses a*G//A).'
     )
     hidden_sizes: tuple[int, ...] = param(
         (64,), help="widths of the agent MLP torso (before the GRU)."
@@ -109,6 +116,8 @@ class QConfig:
 
     #: the values `mixer` may take (a learner built on this config may allow its own)
     MIXERS: ClassVar[tuple[str, ...]] = ("none", "vdn", "qmix")
+    #: the values `parameter_mode` may take ("grouped" only where the learner implements it)
+    PARAMETER_MODES: ClassVar[tuple[str, ...]] = (*common.PARAMETER_MODES, "grouped")
     #: fields a learner built on this config never reads; setting one is refused
     UNUSED: ClassVar[tuple[str, ...]] = ()
 
@@ -121,7 +130,12 @@ class QConfig:
                     f"{type(self).__name__}.{name} is not used by this learner (got "
                     f"{getattr(self, name)!r}); leave it at {default!r}"
                 )
-        common.check_parameter_mode(self.parameter_mode)
+        _choice("parameter_mode", self.parameter_mode, self.PARAMETER_MODES)
+        if self.parameter_mode != "grouped" and self.num_groups != 1:
+            raise ValueError(
+                f"QConfig.num_groups = {self.num_groups} is only read when parameter_mode is "
+                f"'grouped' (got {self.parameter_mode!r}); leave it at 1"
+            )
         _choice("target", self.target, ("one_step", "n_step", "lambda"))
         _choice("target_update", self.target_update, ("hard", "polyak"))
         _choice("optimizer", self.optimizer, ("adam", "rmsprop", "radam"))

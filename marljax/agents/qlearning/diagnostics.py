@@ -53,10 +53,13 @@ def q_table(
     net = QNetwork(
         agent_config.hidden_sizes, agent_config.activation, N, False, agent_config.gru_size
     )
-    independent = agent_config.parameter_mode == "independent"
+    params = state.params["agent"]
+    if agent_config.parameter_mode == "grouped":
+        params = common.group_params(params, common.agent_groups(A, agent_config.num_groups))
+    independent = agent_config.parameter_mode in ("independent", "grouped")
     _, (q, _) = common.apply_over_agents(
         net.apply,
-        state.params["agent"],
+        params,
         jnp.zeros((1, A, 1)),
         x[None, None],
         jnp.zeros((1, 1), bool),

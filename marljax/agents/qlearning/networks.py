@@ -113,7 +113,15 @@ class QNetworks:
 
     @property
     def independent(self) -> bool:
-        return self.config.parameter_mode == "independent"
+        """Agent parameters have a leading axis (`[A, ...]`, or `[G, ...]` when grouped)."""
+        return self.config.parameter_mode in ("independent", "grouped")
+
+    def per_agent_params(self, params: Any) -> Any:
+        """Agent parameters as applied: `[G, ...]` gathered to `[A, ...]` when grouped."""
+        if self.config.parameter_mode != "grouped":
+            return params
+        groups = common.agent_groups(self.num_agents, self.config.num_groups)
+        return common.group_params(params, groups)
 
     def inputs(self, obs: Array) -> Array:
         """`[..., A, *obs_shape]` -> `[..., A, D]` agent-network inputs."""
@@ -126,6 +134,7 @@ class QNetworks:
 
     def apply_agents(self, params: Any, carry: Array, xs: Array, resets: Array):
         """`xs [T, B, A, D]` -> `(carry [B, A, H], (q [T, B, A, N], hidden [T, B, A, H']))`."""
+        params = self.per_agent_params(params)
         return common.apply_over_agents(self.net.apply, params, carry, xs, resets, self.independent)
 
     def next_step_q(self, params: Any, hidden: Array, xs_next: Array) -> Array:
@@ -161,7 +170,9 @@ class QNetworks:
             zeros_in = jnp.zeros((1, 1, self.in_dim))
             return self.net.init(k, jnp.zeros((1, H)), zeros_in, jnp.zeros((1, 1), bool))
 
-        agent_params = common.init_per_agent(init_agent, key_agent, A, self.independent)
+        grouped = self.config.parameter_mode == "grouped"
+        sets = self.config.num_groups if grouped else A
+        agent_params = common.init_per_agent(init_agent, key_agent, sets, self.independent)
         mixer_params = {}
         if self.config.mixer == "qmix":
             mixer_params = self.mixer.init(
@@ -192,6 +203,8 @@ def make_q_networks(
             f"mixer='qmix' conditions on the global state, but {env.name} has an empty global "
             "state; use mixer='vdn' or 'none', or give the env a global state"
         )
+    if config.parameter_mode == "grouped":
+        common.agent_groups(A, config.num_groups)  # raises unless 1 <= num_groups <= A
     H = config.gru_size if config.recurrent else 1
     N = act_space.n
     net = QNetwork(config.hidden_sizes, config.activation, N, config.recurrent, H)

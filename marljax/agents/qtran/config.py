@@ -32,6 +32,8 @@ class QTRANConfig(QConfig):
     """
 
     MIXERS: ClassVar[tuple[str, ...]] = ("qtran",)
+    #: no "grouped": only the value-based learner implements it
+    PARAMETER_MODES: ClassVar[tuple[str, ...]] = ("shared", "shared_id", "independent")
     UNUSED: ClassVar[tuple[str, ...]] = (
         "mixer_embed_dim", "hypernet_hidden", "hypernet_layers", "positive_map",
         "mixer_init_scale",

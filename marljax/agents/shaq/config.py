@@ -40,6 +40,8 @@ class SHAQConfig(QConfig):
     """
 
     MIXERS: ClassVar[tuple[str, ...]] = ("shaq",)
+    #: no "grouped": only the value-based learner implements it
+    PARAMETER_MODES: ClassVar[tuple[str, ...]] = ("shared", "shared_id", "independent")
     UNUSED: ClassVar[tuple[str, ...]] = ("hypernet_layers", "positive_map")
 
     mixer: str = param("shaq", help='always "shaq" (the alpha network replaces a mixer).')

@@ -43,6 +43,8 @@ class TransfQMIXConfig(QConfig):
     """
 
     MIXERS: ClassVar[tuple[str, ...]] = ("transf_qmix",)
+    #: no "grouped": only the value-based learner implements it
+    PARAMETER_MODES: ClassVar[tuple[str, ...]] = ("shared", "independent")
 
     mixer: str = param("transf_qmix", help='always "transf_qmix" (the transformer mixer).')
     parameter_mode: str = param(
