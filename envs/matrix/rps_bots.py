@@ -660,6 +660,24 @@ def check_rounds(params: MatrixGameParams, num_throws: int) -> None:
 # ----------------------------------------------------------------------------- the env
 
 
+def init_population(
+    wrapper: Wrapper, env: Environment, bots: Sequence[str] | None, num_throws: int | None
+) -> None:
+    """Check the inner game and set a bot env's `_bots`, `bots`, `num_throws` and `num_bots`
+    (shared by `RPSPopulation` and `RPSLeague`).
+
+    Raises:
+      ValueError: `env` is not a 2-player, 3-action game; unknown bot names (with the close
+        matches); an empty population; a match length < 1.
+    """
+    if env.num_agents != 2 or getattr(env, "num_actions", None) != NUM_ACTIONS:
+        raise ValueError(f"{type(wrapper).__name__} needs a 2-player, 3-action game, got {env!r}")
+    wrapper._bots = get_bots(bots)
+    wrapper.bots = tuple(b.name for b in wrapper._bots)
+    wrapper.num_throws = check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+    wrapper.num_bots = len(wrapper.bots)
+
+
 @struct.dataclass
 class RPSPopulationParams(MatrixGameParams):
     """`MatrixGameParams` plus the population draw.
@@ -710,13 +728,8 @@ class RPSPopulation(Wrapper):
         self, env: Environment, bots: Sequence[str] | None = None, num_throws: int | None = None
     ):
         super().__init__(env)
-        if env.num_agents != 2 or getattr(env, "num_actions", None) != NUM_ACTIONS:
-            raise ValueError(f"RPSPopulation needs a 2-player, 3-action game, got {env!r}")
-        self._bots = get_bots(bots)
-        self.bots = tuple(b.name for b in self._bots)
-        self.num_throws = check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
+        init_population(self, env, bots, num_throws)
         self.num_agents = 1
-        self.num_bots = len(self.bots)
         self._index_from_params = False
         self._view = None
 
@@ -868,6 +881,7 @@ __all__ = [
     "extra_bot",
     "get_bot",
     "get_bots",
+    "init_population",
     "make_bot_params",
     "make_rps_population",
     "play_match",

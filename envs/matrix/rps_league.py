@@ -40,7 +40,7 @@ from marljax.envs.matrix.rps_bots import (
     NUM_ACTIONS,
     check_rounds,
     check_throws,
-    get_bots,
+    init_population,
 )
 
 
@@ -76,12 +76,7 @@ class RPSLeague(Wrapper):
         self, env: Environment, bots: Sequence[str] | None = None, num_throws: int | None = None
     ):
         super().__init__(env)
-        if env.num_agents != 2 or getattr(env, "num_actions", None) != NUM_ACTIONS:
-            raise ValueError(f"RPSLeague needs a 2-player, 3-action game, got {env!r}")
-        self._bots = get_bots(bots)
-        self.bots = tuple(b.name for b in self._bots)
-        self.num_throws = check_throws(DEFAULT_ROUNDS if num_throws is None else num_throws)
-        self.num_bots = len(self.bots)
+        init_population(self, env, bots, num_throws)
         self.num_agents = self.num_bots
         self._num_random = num_random(self._bots)
 
