@@ -1,9 +1,43 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and one XLA compilation cache for the whole test run."""
+
+import os
+import shutil
+import tempfile
 
 import jax
 import pytest
 
 from marljax.testing import CountingEnv
+
+
+#: Environment variable naming the run's compilation cache (set by the first process, inherited by
+#: the xdist workers, notebook kernels and the subprocesses the tests start).
+CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
+
+
+def pytest_configure(config):
+    """Share compiled XLA programs across the whole test run.
+
+    Many tests build the same agent and env and jit a fresh closure of the same program; jax's
+    in-memory cache keys on the Python function, so each would compile again. jax's persistent
+    cache keys on the program itself, so the second build loads the executable instead. The
+    cache lives in a new temporary folder per run (nothing is reused between runs) and is removed
+    by the process that made it.
+    """
+    if not os.environ.get(CACHE_ENV):
+        os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="marljax-xla-cache-")
+        config._marljax_cache_owner = True
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_ENV])
+    jax.config.update(
+        "jax_persistent_cache_min_compile_time_secs",
+        float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+    )
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_marljax_cache_owner", False):
+        shutil.rmtree(os.environ.pop(CACHE_ENV), ignore_errors=True)
 
 
 @pytest.fixture
