@@ -19,6 +19,14 @@
    the agent permutation, so its program (and its compile time) should stay roughly flat in A;
    the table prints each compile time relative to A = 2 and the StableHLO size as a
    machine-independent check (it grows only through the array shapes, not the op count).
+3. Floating-point work per env step (XLA's cost analysis of the compiled programs, so the same on
+   every machine) of MAPPO and of HASAC at HARL's update ratio, and the env-steps/s ratio the two
+   would have at equal FLOP throughput. MAPPO: one epoch's update per transition (the slope
+   between rollouts of 25 and 50 steps, so the rollout's loop body, counted once by XLA, cancels)
+   times `num_epochs`. HASAC: (critic step + MASAC's actor step) per gradient step, times the
+   gradient steps per env step; MASAC's actor step computes every agent's loss and gradient
+   without a loop (XLA counts a loop body once), so it is a lower bound of HASAC's, which adds one
+   actor forward pass per agent to re-sample its new action.
 
     python bench/bench_hasac.py [--quick] [--json PATH]
 """
@@ -36,6 +44,9 @@ import marljax
 from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
+from marljax.agents.sac import learner as sac_learner
+from marljax.agents.sac.networks import make_sac_model
+from marljax.replay import make_replay
 from marljax.train import TrainConfig, make_train
 
 ENV = "particle/simple_spread_continuous-v0"
@@ -143,6 +154,82 @@ def compile_vs_agents(opts: Options) -> list[Result]:
     return out
 
 
+def _flops(fn, *args) -> float:
+    """FLOPs of `jax.jit(fn)(*args)` by XLA's cost analysis (a loop body counted once)."""
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+@case("hasac_flops/per_env_step")
+def flops_per_env_step(opts: Options) -> list[Result]:
+    """MFLOP per env step of MAPPO and of HASAC at HARL's ratio (see the module docstring)."""
+    del opts
+    env, params = marljax.make(ENV)
+    key = jax.random.PRNGKey(0)
+
+    def mappo_train_flops(T: int) -> float:
+        cfg = dataclasses.replace(MAPPO, num_epochs=1, num_minibatches=1)
+        trainer = make_train(
+            TrainConfig(NUM_ENVS, T, NUM_ENVS * T), env, make_ppo(cfg, env, params), params
+        )
+        return _flops(trainer.train, key, PPOHParams())
+
+    per_epoch = (mappo_train_flops(2 * ROLLOUT) - mappo_train_flops(ROLLOUT)) / (NUM_ENVS * ROLLOUT)
+    mappo = MAPPO.num_epochs * per_epoch
+
+    cfg = dataclasses.replace(HASAC, **VARIANTS["hasac_harl_ratio"])
+    model = make_sac_model(cfg, env, params)
+    masac = make_sac_model(dataclasses.replace(cfg, sequential=False), env, params)
+    hp, replay = SACHParams(), make_replay(cfg.buffer_size, cfg.batch_size)
+    state = sac_learner.init_state(model, replay, key, hp).replace(replay=None)
+    batch = jax.tree.map(
+        lambda x: jnp.zeros((cfg.batch_size, *x.shape), x.dtype), model.example_item()
+    )
+    critic = _flops(
+        lambda s, b, k: sac_learner.critic_step(model, s, b, hp, k, None), state, batch, key
+    )
+    actor = _flops(
+        lambda s, b, k: sac_learner.actor_step(masac, s, b, hp, k, None), state, batch, key
+    )
+    steps_per_env_step = max(1, round(cfg.utd_ratio * ROLLOUT)) / (NUM_ENVS * ROLLOUT)
+    hasac = (critic + actor) * steps_per_env_step
+    task = "FLOPs per env step (XLA cost analysis)"
+    return [
+        Result(
+            task, "mappo", float("nan"), float("nan"), 1, notes={"mflop_per_env_step": mappo / 1e6}
+        ),
+        Result(
+            task,
+            "hasac_harl_ratio",
+            float("nan"),
+            float("nan"),
+            1,
+            notes={
+                "mflop_per_env_step": hasac / 1e6,
+                "mflop_per_gradient_step": (critic + actor) / 1e6,
+                "critic_mflop": critic / 1e6,
+                "actor_mflop_lower_bound": actor / 1e6,
+            },
+        ),
+    ]
+
+
+def _flops_table(results: list[Result]) -> str:
+    rows = {r.framework: r.notes for r in results if r.task.startswith("FLOPs per env step")}
+    if set(rows) != {"mappo", "hasac_harl_ratio"}:
+        return ""
+    m, h = rows["mappo"]["mflop_per_env_step"], rows["hasac_harl_ratio"]["mflop_per_env_step"]
+    return "\n".join(
+        [
+            "",
+            "| learner | MFLOP per env step | env steps/s ratio at equal FLOP/s |",
+            "|---|---:|---:|",
+            f"| mappo ({MAPPO.num_epochs} epochs) | {m:.2f} | 1.00x |",
+            f"| hasac_harl_ratio (at least) | {h:.2f} | {m / h:.2f}x |",
+        ]
+    )
+
+
 def _compile_table(results: list[Result]) -> str:
     rows = [r for r in results if r.task.startswith("SAC update")]
     base = {r.framework: r.compile_s for r in rows if r.notes["agents"] == AGENT_COUNTS[0]}
@@ -162,10 +249,14 @@ def _compile_table(results: list[Result]) -> str:
 
 if __name__ == "__main__":
     main(
-        [*(f"hasac_train/{n}" for n in VARIANTS), "hasac_compile/agents"],
+        [
+            *(f"hasac_train/{n}" for n in VARIANTS),
+            "hasac_compile/agents",
+            "hasac_flops/per_env_step",
+        ],
         __doc__.splitlines()[0],
         baseline="mappo",
-        after=_compile_table,
+        after=lambda results: _compile_table(results) + _flops_table(results),
         repeats=3,
         first_call=False,
     )

@@ -680,7 +680,7 @@ def format_ratios(results: Sequence[Result], baseline: str | Sequence[str]) -> s
     lines = []
     for row in by_row.values():
         base = next((row[f] for f in order if f in row), None)
-        if base is None:
+        if base is None or not base.run_s > 0:  # nothing timed (e.g. a FLOP count)
             continue
         for r in row.values():
             if r is not base:
