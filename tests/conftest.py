@@ -9,7 +9,6 @@ import pytest
 
 from marljax.testing import CountingEnv
 
-
 #: Environment variable naming the run's compilation cache (set by the first process, inherited by
 #: the xdist workers, notebook kernels and the subprocesses the tests start).
 CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"
