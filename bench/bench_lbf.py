@@ -50,8 +50,10 @@ def _sizes(opts: Options) -> tuple[int, ...]:
     return env_sizes(opts, NUM_ENVS)
 
 
-def _steps(num_agents: int, num_envs: int, quick: bool) -> int:
-    if quick:
+def _steps(num_agents: int, num_envs: int, opts: Options) -> int:
+    if opts.num_steps:
+        return opts.num_steps
+    if opts.quick:
         return 16
     budget = 131072 if num_agents <= 8 else 8192  # env steps per call
     return max(8, min(200, budget // num_envs))
@@ -160,7 +162,7 @@ def jumanji_rollout(num_agents: int, num_envs: int, num_steps: int):
 
 
 def _measure_one(framework: str, make_rollout, num_agents: int, E: int, opts: Options) -> Result:
-    T = _steps(num_agents, E, opts.quick)
+    T = _steps(num_agents, E, opts)
     init, run = make_rollout(num_agents, E, T)
     env_state = jax.jit(init)(jax.random.PRNGKey(0))
     t = timed(
@@ -172,7 +174,7 @@ def _measure_one(framework: str, make_rollout, num_agents: int, E: int, opts: Op
 
 def _measure_marljax(num_agents: int, E: int, opts: Options) -> list[Result]:
     """marljax from `T // 2` before the limit and, where `T < 50`, from step 0 (no reset)."""
-    T = _steps(num_agents, E, opts.quick)
+    T = _steps(num_agents, E, opts)
     init, run = marljax_rollout(num_agents, E, T)
     init = jax.jit(init)
     key = jax.random.PRNGKey(0)

@@ -24,11 +24,15 @@ step = one joint step of one env. For each batch size, JaxMARL and every marljax
 are measured one after the other (interleaved), so that load changes on a shared machine hit all
 alike; the ratios are the headline, not the absolute rates.
 
-    python bench/bench_ssd.py [--json PATH] [--quick] [--repeats N]
+    python bench/bench_ssd.py [--json PATH] [--quick] [--repeats N] [--configs full small matched]
+
+`--configs` keeps only the marljax configurations of the sizes named (full, small, matched;
+e.g. `--configs full` for the two SSD maps beside `storm_2p`), to save compiles at large sizes.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import jax
@@ -52,6 +56,17 @@ MARLJAX_CONFIGS = (
     ("harvest matched", "social/harvest_small-v0", _MATCHED),
     ("cleanup matched", "social/cleanup_small-v0", _MATCHED),
 )
+
+
+#: the label words `--configs` kept (None: all).
+SELECTED: dict[str, tuple[str, ...] | None] = {"words": None}
+
+
+def _configs() -> tuple:
+    words = SELECTED["words"]
+    if words is None:
+        return MARLJAX_CONFIGS
+    return tuple(c for c in MARLJAX_CONFIGS if c[0].split()[-1] in words)
 
 
 def _sizes(opts: Options) -> tuple[int, ...]:
@@ -163,12 +178,17 @@ def side_by_side(opts: Options) -> list[Result]:
     for E in _sizes(opts):
         if storm is not None:
             results.append(_measure_storm(storm, E, opts))
-        for label, env_id, overrides in MARLJAX_CONFIGS:
+        for label, env_id, overrides in _configs():
             results.append(_measure_marljax(label, env_id, overrides, E, opts))
     return results
 
 
 if __name__ == "__main__":
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--configs", nargs="+", choices=("full", "small", "matched"))
+    known, rest = pre.parse_known_args(sys.argv[1:])
+    SELECTED["words"] = tuple(known.configs) if known.configs else None
+    sys.argv = [sys.argv[0], *rest]
     main(
         ["ssd/side_by_side"],
         description=__doc__.splitlines()[0],

@@ -8,7 +8,10 @@ and prints, per program and mode: bitwise equal within the process or not, the l
 difference, the parameter hash (equal hashes across processes = repeatable across processes too),
 compile time and run time (the cost of the flag).
 
-    python bench/determinism.py [--json PATH]
+With `--processes N` each mode runs in N fresh processes one after another, and the summary says
+whether the parameter hashes agree across them (repeatable across processes, not only within one).
+
+    python bench/determinism.py [--processes N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -89,31 +92,42 @@ def child() -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", metavar="PATH")
+    p.add_argument("--processes", type=int, default=1, help="fresh processes per mode (default 1)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         child()
         return
+    if args.processes < 1:
+        raise SystemExit("--processes must be at least 1")
     rows = []
     for mode, flags in (("default", ""), ("deterministic", FLAG)):
         env = dict(os.environ)
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flags).strip()
-        out = subprocess.run(
-            [sys.executable, __file__, "--child"], env=env, capture_output=True, text=True
-        )
-        if out.returncode:
-            raise SystemExit(f"{mode} run failed:\n{out.stderr[-3000:]}")
-        for line in out.stdout.splitlines():
-            if line.startswith("{"):
-                row = {"mode": mode, **json.loads(line)}
-                rows.append(row)
-                print(
-                    f"{mode:13s} {row['program']:10s} repeat bitwise: {row['bitwise_equal']!s:5s} "
-                    f"max |diff| {row['max_abs_diff']:.3g}  hash {row['hash']}  "
-                    f"compile {row['compile_s']:.1f} s  run {row['run_s'] * 1e3:.1f} ms  "
-                    f"({row['device']})",
-                    flush=True,
-                )
+        for proc in range(args.processes):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child"], env=env, capture_output=True, text=True
+            )
+            if out.returncode:
+                raise SystemExit(f"{mode} run failed:\n{out.stderr[-3000:]}")
+            for line in out.stdout.splitlines():
+                if line.startswith("{"):
+                    row = {"mode": mode, "process": proc, **json.loads(line)}
+                    rows.append(row)
+                    print(
+                        f"{mode:13s} p{proc} {row['program']:10s} "
+                        f"repeat bitwise: {row['bitwise_equal']!s:5s} "
+                        f"max |diff| {row['max_abs_diff']:.3g}  hash {row['hash']}  "
+                        f"compile {row['compile_s']:.1f} s  run {row['run_s'] * 1e3:.1f} ms  "
+                        f"({row['device']})",
+                        flush=True,
+                    )
+    if args.processes > 1:
+        print("\nacross processes (same hash in every process = bitwise repeatable):")
+        for mode in ("default", "deterministic"):
+            for prog in dict.fromkeys(r["program"] for r in rows):
+                hashes = {r["hash"] for r in rows if r["mode"] == mode and r["program"] == prog}
+                print(f"  {mode:13s} {prog:10s} {'equal' if len(hashes) == 1 else 'DIFFERENT'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
