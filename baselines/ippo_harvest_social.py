@@ -10,10 +10,11 @@ and plotted to `<run dir>/social_metrics.png`.
 gridworld punishment check (Dasgupta & Musolesi, "Investigating the Impact of Direct Punishment
 on the Emergence of Cooperation in Multi-Agent Reinforcement Learning Systems", 2025).
 `--punishment on off` runs both and prints each metric's bootstrap 95% CI and P(on > off) over
-seeds.
+seeds. `--algo iql` trains independent feed-forward DQNs instead (the punishment paper's learner;
+epsilon-greedy, evaluated greedily), with the settings of `social_mechanisms.py --algo iql`.
 
-    python baselines/ippo_harvest_social.py [--seeds 4] [--updates 1200] [--punishment on off]
-        [--out runs]
+    python baselines/ippo_harvest_social.py [--algo ippo|iql] [--seeds 4] [--updates 1200]
+        [--punishment on off] [--out runs]
 """
 
 import argparse
@@ -31,8 +32,18 @@ from marljax.train import TrainConfig
 
 METRICS = ("efficiency", "equality", "sustainability", "peace")
 NO_PUNISHMENT = {"zap_cost": 0.0, "hit_penalty": 0.0, "beam_length": 0}
+#: per learner: (static agent settings, traced hparams); IQL as in social_mechanisms.py
+SETTINGS = {
+    "ippo": ({}, {}),
+    "iql": (
+        {"mixer": "none", "recurrent": False, "hidden_sizes": (64,), "sequence_len": 10,
+         "batch_size": 64, "buffer_size": 5000, "target": "one_step", "target_update_interval": 100},
+        {"lr": 1e-3, "eps_anneal_steps": 100_000.0, "eps_finish": 0.05},
+    ),
+}  # fmt: skip
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--algo", default="ippo", choices=sorted(SETTINGS), help="learner")
 parser.add_argument("--seeds", type=int, default=4)
 parser.add_argument("--updates", type=int, default=1200, help="updates of 16 envs x 50 steps")
 parser.add_argument("--punishment", nargs="+", default=["on"], choices=["on", "off"])
@@ -42,8 +53,9 @@ args = parser.parse_args()
 
 def run(condition: str) -> dict[str, np.ndarray]:
     """Train and evaluate every seed of one condition; the trained policies' metrics `[S]`."""
-    exp = Experiment(algo="ippo", env="social/harvest_small-v0", seeds=args.seeds, out_dir=args.out,
-                     env_kwargs={} if condition == "on" else NO_PUNISHMENT,
+    agent, hparams = SETTINGS[args.algo]
+    exp = Experiment(algo=args.algo, env="social/harvest_small-v0", seeds=args.seeds, out_dir=args.out,
+                     env_kwargs={} if condition == "on" else NO_PUNISHMENT, agent=agent, hparams=hparams,
                      train=TrainConfig(num_envs=16, rollout_len=50, total_env_steps=16 * 50 * args.updates))  # fmt: skip
     built = build(exp)
     result = run_experiment(built)
@@ -54,9 +66,10 @@ def run(condition: str) -> dict[str, np.ndarray]:
     states = {"untrained": jax.tree.map(lambda x: x[None], untrained),  # [1 setting, seeds, ...]
               "trained": result.state.agent_state}  # fmt: skip
     evaluate = jax.jit(jax.vmap(lambda s, k: evaluate_social(
-        built.env, built.env_params, built.agent, s, first_grid_point(built.hparams), k, 8, 400)))  # fmt: skip
+        built.env, built.env_params, built.agent, s, first_grid_point(built.hparams), k, 8, 400,
+        greedy=args.algo == "iql")))  # fmt: skip
     table = {name: evaluate(first_grid_point(s), keys) for name, s in states.items()}
-    print(f"--- punishment {condition} ---")
+    print(f"--- {args.algo}, punishment {condition} ---")
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.2))
     for ax, m in zip(axes, METRICS):
         for x, (name, out) in enumerate(table.items()):

@@ -209,6 +209,20 @@ def test_greedy_evaluation_of_a_fixed_policy_matches_a_hand_rollout():
     assert float(sampled["num_episodes"]) == E * (T // rounds)
 
 
+def test_evaluate_social_acts_greedily_only_when_asked():
+    """`evaluate_social(greedy=True)` plays the mode (7 + 7 per round here); the default samples."""
+    from marljax.evaluation.social import evaluate_social
+
+    env, params = marljax.make("matrix/climbing-v0", num_rounds=3)
+    agent = _table_agent([[0.0, 0.5, 0.4], [0.3, 0.5, 0.2]])
+    evaluate = jax.jit(evaluate_social, static_argnums=(0, 2, 6, 7, 8))
+    greedy = evaluate(env, params, agent, (), (), KEY, 4, 9, True)
+    sampled = evaluate(env, params, agent, (), (), KEY, 4, 9, False)
+    assert float(greedy["social/efficiency"]) == 14.0
+    assert float(sampled["social/efficiency"]) < 14.0
+    assert float(greedy["num_episodes"]) == float(sampled["num_episodes"]) == 4 * 3
+
+
 def test_combined_shard_metrics_are_the_whole_batch():
     """`combine_shard_metrics` (the "envs" layout's metrics): episode averages weighted by each
     shard's episodes, episodes and env steps summed, the rest averaged, the same on every shard."""

@@ -366,8 +366,9 @@ def evaluate_social(
     key: PRNGKey,
     num_envs: int = 16,
     num_steps: int = 100,
+    greedy: bool = False,
 ) -> dict[str, Array]:
-    """Roll out an agent's (stochastic) policy and average the social metrics over episodes.
+    """Roll out an agent's policy and average the social metrics over episodes.
 
     Runs `SocialMetrics(env)` under auto-reset for `num_steps` steps in `num_envs` environments
     inside one `lax.scan` (`marljax.evaluation.rollout.evaluate_policy`; jittable, vmappable over
@@ -382,6 +383,8 @@ def evaluate_social(
       key: PRNG key.
       num_envs: parallel environments `E` (static).
       num_steps: steps per environment `T` (static).
+      greedy: act greedily (e.g. a DQN's argmax, without its exploration) instead of sampling
+        the policy as trained (the default, for policy-gradient learners).
 
     Returns:
       A dict: `"social/<name>"` `[]` means over the episodes that finished and
@@ -399,6 +402,6 @@ def evaluate_social(
         num_envs,
         num_steps,
         wrap=SocialMetrics,
-        greedy=False,  # the social outcome of the stochastic policies, as trained
+        greedy=greedy,
     )
     return {k: v for k, v in out.items() if k.startswith("social/") or k == "num_episodes"}
