@@ -17,8 +17,12 @@ steps per run; the default here is 100k (CPU budget).
 Scores per run, aggregates (IQM, mean, 95% stratified-bootstrap CIs, P(X > Y)) and the training
 code are those of `hasac_spread.py` (its `train` and `compare`), at equal env steps.
 
+`--used-entries-only` (`SACConfig.used_entries_only`) makes HASAC and MASAC count only the action
+entries each role reads (the speaker's 3 message entries, the listener's 4 movement entries) in
+their log-probabilities and target entropies (-3 and -4 instead of HARL's -5 for both).
+
     python baselines/hasac_speaker_listener.py [--seeds 4] [--steps 100000] [--utd 0.4]
-        [--algos hasac,masac,mappo] [--preset harl_mpe]
+        [--algos hasac,masac,mappo] [--preset harl_mpe] [--used-entries-only]
 """
 
 from __future__ import annotations

@@ -50,8 +50,17 @@ MAPPO = PPOConfig(
 )
 
 
-def train(name: str, seeds: int, steps: int, utd: float, preset_name: str, env_id: str = ENV):
-    """Train `name` (hasac, masac or mappo) on `env_id` for `seeds` seeds in one program.
+def train(
+    name: str,
+    seeds: int,
+    steps: int,
+    utd: float,
+    preset_name: str,
+    env_id: str = ENV,
+    used_entries_only: bool = False,
+):
+    """Train `name` (hasac, masac or mappo) on `env_id` for `seeds` seeds in one program
+    (`used_entries_only`: `SACConfig.used_entries_only` for HASAC and MASAC).
 
     Returns `([S] train scores, [S] greedy scores, wall seconds incl. compile, final metrics)`.
     MASAC is HASAC's config and hyperparameters with the simultaneous update
@@ -63,6 +72,7 @@ def train(name: str, seeds: int, steps: int, utd: float, preset_name: str, env_i
     if name in ("hasac", "masac"):
         overrides, hp = preset(preset_name)
         overrides.update(SCALED, utd_ratio=utd, sequential=name == "hasac")
+        overrides.update(used_entries_only=used_entries_only)
         agent = make_sac(SACConfig(**overrides), env, params)
     else:
         agent, hp = make_ppo(MAPPO, env, params), PPOHParams()
@@ -96,6 +106,11 @@ def parse_args(
     )
     parser.add_argument("--preset", default="harl_mpe", help="HASAC preset (marljax.agents.sac)")
     parser.add_argument("--algos", default=algos, help="comma-separated, from " + ", ".join(ALGOS))
+    parser.add_argument(
+        "--used-entries-only",
+        action="store_true",
+        help="HASAC/MASAC: entropy over the action entries the env reads (SACConfig)",
+    )
     return parser.parse_args(argv)
 
 
@@ -107,7 +122,9 @@ def compare(env_id: str, args: argparse.Namespace) -> None:
     """Train every algorithm of `args.algos` on `env_id` and print per-seed and aggregate scores."""
     train_scores, greedy_scores = {}, {}
     for name in args.algos.split(","):
-        tr, gr, elapsed, last = train(name, args.seeds, args.steps, args.utd, args.preset, env_id)
+        tr, gr, elapsed, last = train(
+            name, args.seeds, args.steps, args.utd, args.preset, env_id, args.used_entries_only
+        )
         train_scores[name], greedy_scores[name] = tr, gr
         extra = "".join(f", final {k} {v:.3g}" for k, v in sorted(last.items()))
         print(

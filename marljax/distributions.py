@@ -38,27 +38,45 @@ class TanhGaussian:
 
     `log_prob(a) = log N(u) - sum_d log(1 - tanh(u_d)^2)` with `u = atanh(a)`; actions are clipped
     to `(-1 + eps, 1 - eps)` before `atanh` for stability (Haarnoja et al. 2018, appendix C).
+    `entries` (`[..., D]` 0/1, broadcastable to the mean) keeps only the entries the env reads in
+    the log-probability: the density of the used entries alone, so that entries an agent cannot
+    affect the env with add no free entropy (e.g. a speaker's padded movement entries).
     """
 
-    def __init__(self, mean: Array, log_std: Array, eps: float = 1e-6):
+    def __init__(
+        self, mean: Array, log_std: Array, eps: float = 1e-6, entries: Array | None = None
+    ):
         self.base = distrax.MultivariateNormalDiag(loc=mean, scale_diag=jnp.exp(log_std))
         self.eps = eps
+        self.mean, self.log_std = mean, log_std
+        self.entries = None if entries is None else jnp.asarray(entries, jnp.float32)
+
+    @staticmethod
+    def _log_det_terms(u: Array) -> Array:
+        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u|.
+        return 2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u))
 
     @staticmethod
     def _log_det(u: Array) -> Array:
-        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u|.
-        return jnp.sum(2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u)), axis=-1)
+        return jnp.sum(TanhGaussian._log_det_terms(u), axis=-1)
+
+    def _log_prob_u(self, u: Array) -> Array:
+        if self.entries is None:
+            return self.base.log_prob(u) - self._log_det(u)
+        z = (u - self.mean) * jnp.exp(-self.log_std)
+        per_entry = -0.5 * z * z - self.log_std - 0.5 * jnp.log(2.0 * jnp.pi)
+        return jnp.sum((per_entry - self._log_det_terms(u)) * self.entries, axis=-1)
 
     def sample(self, seed: Array) -> Array:
         return jnp.tanh(self.base.sample(seed=seed))
 
     def sample_and_log_prob(self, seed: Array) -> tuple[Array, Array]:
         u = self.base.sample(seed=seed)
-        return jnp.tanh(u), self.base.log_prob(u) - self._log_det(u)
+        return jnp.tanh(u), self._log_prob_u(u)
 
     def log_prob(self, a: Array) -> Array:
         u = jnp.arctanh(jnp.clip(a, -1.0 + self.eps, 1.0 - self.eps))
-        return self.base.log_prob(u) - self._log_det(u)
+        return self._log_prob_u(u)
 
     def entropy(self) -> Array:
         """Entropy of the *pre-squash* Gaussian (no closed form after tanh; used as a regulariser)."""

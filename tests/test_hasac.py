@@ -3,6 +3,8 @@ coordination on a matrix game, short registry runs and bad-input errors."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -362,6 +364,45 @@ def test_short_continuous_run_through_the_registry():
     assert np.isfinite(a).all()
     spec_masac = algo_spec("masac")
     assert spec_masac.config_cls(**spec_masac.config_defaults).sequential is False
+
+
+def test_used_entries_only_counts_the_roles_own_action_entries():
+    """Speaker-listener: the speaker reads entries 0-2, the listener 1-4. With
+    `used_entries_only`, log-probs ignore the other entries, the default target entropy is
+    -(used entries) per agent, and the critic sees zeros in the unused entries."""
+    from marljax.agents.sac import make_sac_model
+    from marljax.agents.sac.learner import temperature_step
+
+    env, params = marljax.make("particle/simple_speaker_listener_continuous-v0")
+    used = np.asarray(env.action_entries_used, np.float32)
+    np.testing.assert_array_equal(used, [[1, 1, 1, 0, 0], [0, 1, 1, 1, 1]])
+    cfg = SACConfig(hidden_sizes=(8,), auto_alpha=True, used_entries_only=True)
+    model = make_sac_model(cfg, env, params)
+    assert (
+        make_sac_model(dataclasses.replace(cfg, used_entries_only=False), env, params).used is None
+    )
+    np.testing.assert_array_equal(model.used, used)
+    a = jnp.full((4, 2, 5), 0.5)
+    np.testing.assert_array_equal(model.features(a), np.broadcast_to(0.5 * used, (4, 2, 5)))
+    np.testing.assert_array_equal(
+        model.features(a[:, 0], 0), np.broadcast_to(0.5 * used[0], (4, 5))
+    )
+    # sampled log-probs of both agents equal the density of their used entries
+    out = jnp.tile(jnp.linspace(-0.5, 0.2, 10), (3, 2, 1))  # [B, A, 2D], unsaturated samples
+    acts, logp = model.policy(out, model.used).sample_and_log_prob(jax.random.PRNGKey(0))
+    for i in range(2):
+        keep = used[i] > 0
+        mean, log_std = np.split(np.asarray(out[:, i]), 2, axis=-1)
+        sub = marljax.distributions.TanhGaussian(mean[:, keep], np.clip(log_std[:, keep], -20, 2))
+        np.testing.assert_allclose(logp[:, i], sub.log_prob(acts[:, i][:, keep]), rtol=1e-4)
+    # the temperature step pushes each agent towards -(its used entries): -3 and -4 nats.
+    state = make_sac(cfg, env, params).init(jax.random.PRNGKey(0), SACHParams())
+    hp = SACHParams(alpha_lr=1.0)
+    at_target = temperature_step(model, state, jnp.array([3.0, 4.0]), hp, None)
+    np.testing.assert_allclose(at_target.log_alpha, state.log_alpha, atol=1e-6)
+    above = temperature_step(model, state, jnp.array([3.5, 3.5]), hp, None)  # entropy -3.5
+    moved = np.asarray(above.log_alpha - state.log_alpha)
+    assert moved[0] > 0 > moved[1]  # speaker below its target (-3), listener above (-4)
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -79,6 +79,24 @@ def test_tanh_gaussian_log_prob_matches_change_of_variables():
     np.testing.assert_allclose(d1.log_prob(jnp.array([x])), ref, rtol=1e-5)
 
 
+def test_tanh_gaussian_entries_keep_only_the_used_entries_density():
+    """With `entries`, the log-prob is the density of the used entries alone, whatever the rest."""
+    mean, log_std = jnp.array([0.3, -0.2, 0.5]), jnp.array([-0.5, 0.1, 1.5])
+    used = jnp.array([1.0, 0.0, 1.0])
+    masked = distributions.TanhGaussian(mean, log_std, entries=used)
+    sub = distributions.TanhGaussian(mean[::2], log_std[::2])
+    a = jnp.array([0.4, -0.9, 0.1])
+    np.testing.assert_allclose(masked.log_prob(a), sub.log_prob(a[::2]), rtol=1e-5)
+    np.testing.assert_allclose(masked.log_prob(a.at[1].set(0.7)), masked.log_prob(a), rtol=1e-6)
+    b, logp = masked.sample_and_log_prob(jax.random.PRNGKey(1))
+    np.testing.assert_allclose(logp, sub.log_prob(b[::2]), rtol=1e-4, atol=1e-4)
+    # all entries used = the plain distribution
+    full = distributions.TanhGaussian(mean, log_std, entries=jnp.ones(3))
+    np.testing.assert_allclose(
+        full.log_prob(a), distributions.TanhGaussian(mean, log_std).log_prob(a), rtol=1e-5
+    )
+
+
 def test_apply_once_per_env_equals_every_agent_for_equal_inputs():
     """A shared critic on a global state: evaluating agent 0 and broadcasting gives the same
     outputs, carry and gradients as evaluating every agent (what `make_ppo` relies on)."""

@@ -20,7 +20,8 @@ with the semantics of JaxMARL 0.2.0's `MPE_simple_speaker_listener_v4`; physics 
   anyway they are clipped to 2).
 - Continuous actions, `Box(0, 1, (5,))` per agent: the listener's direction is `(right - left,
   up - down)` (entries 2 - 1, 4 - 3; entry 0 is ignored, as in MPE); the speaker's message is
-  its entries `0 .. 2` as given (entries 3 and 4 are ignored).
+  its entries `0 .. 2` as given (entries 3 and 4 are ignored); `action_entries_used` says which
+  entries each agent's action uses.
 - Reward (both agents, computed after the move): `-|p_listener - p_goal|^2`.
 - Never terminates; truncated after `max_steps` (25) steps. The global state is both agents'
   (padded) observations, concatenated (JaxMARL's `MPEWorldStateWrapper`).
@@ -132,6 +133,15 @@ class SimpleSpeakerListener(ParticleEnv):
     def obs_sizes(self) -> np.ndarray:
         """`[2]` int: real observation lengths `[3, 11]` (the speaker's is zero-padded)."""
         return np.asarray([COMM_DIM, OBS_DIM])
+
+    @property
+    def action_entries_used(self) -> np.ndarray:
+        """`[2, 5]` bool: the entries of each agent's continuous action that the env reads (the
+        speaker's message `0 .. 2`; the listener's movement `1 .. 4`, entry 0 being MPE's no-op).
+        `SACConfig.used_entries_only` counts only these in the entropy."""
+        return np.asarray(
+            [[True] * COMM_DIM + [False] * (NUM_ACTIONS - COMM_DIM), [False] + [True] * 4]
+        )
 
     def action_mask(self) -> Array:
         """`[2, 5]` bool (`[2, 0]` if continuous): the speaker may only say messages `0 .. 2`."""

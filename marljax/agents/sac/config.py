@@ -42,6 +42,10 @@ class SACConfig:
       target_entropy: override of the target entropy (None: `-dim(A)` continuous,
         `hparams.target_entropy_scale * log(N)` discrete). Must be negative for continuous
         actions and in `(0, log N]` for discrete ones.
+      used_entries_only: continuous actions: where the env declares which entries of each
+        agent's action box it reads (`env.action_entries_used`, `[A, D]` bool), count only those
+        in the log-probabilities and the default target entropy (`-(used entries)` per agent)
+        and give the critic zeros for the others. Off by default (HARL counts every entry).
       warmup_steps: environment steps with uniform random actions; learning starts after them.
       utd_ratio: gradient steps per vectorised environment step (HARL's `update_per_train`);
         an update of a rollout of `T` steps takes `max(1, round(utd_ratio * T))` steps.
@@ -77,6 +81,11 @@ class SACConfig:
     target_entropy: float | None = param(
         None,
         help="override of the target entropy (None: -dim(A) continuous, scaled log N discrete).",
+    )
+    used_entries_only: bool = param(
+        False,
+        help="count only the action entries the env reads (env.action_entries_used) in the "
+        "log-probs and target entropy.",
     )
     warmup_steps: int = param(
         10_000, lo=0, help="environment steps with uniform random actions before learning."
@@ -242,12 +251,16 @@ def _choice(name: str, value: Any, choices: tuple) -> None:
 def target_entropy(
     config: SACConfig, discrete: bool, act_dim: int, scale: Array | float = 0.98
 ) -> Array | float:
-    """Target entropy per agent: the override, `-dim(A)` (continuous) or `scale * log(N)`."""
+    """Target entropy per agent: the override, `-dim(A)` (continuous) or `scale * log(N)`.
+
+    `act_dim` may be an `[A]` array of the entries each agent uses (continuous actions with
+    `used_entries_only`): the target is then `[A]`.
+    """
     if config.target_entropy is not None:
         return float(config.target_entropy)
     if discrete:
         return scale * math.log(act_dim)
-    return -float(act_dim)
+    return -1.0 * act_dim
 
 
 def check_target_entropy(config: SACConfig, discrete: bool, act_dim: int) -> None:

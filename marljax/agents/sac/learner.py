@@ -130,8 +130,10 @@ def agent_actor_loss(model: SACModel, p_i, i, x_i, mask_i, joint, alpha_i, state
         cand = cand.at[:, :, i].set(jnp.broadcast_to(eye, (F, joint.shape[0], F)))
         q = q_of(jnp.broadcast_to(gs, (F, *gs.shape)), cand)  # [N, B]
         return sloss.discrete_actor_loss(logits, mask_i, q.T, alpha_i)
-    a, logp = model.policy(out, None).sample_and_log_prob(seed=key)
-    return sloss.gaussian_actor_loss(logp, q_of(gs, joint.at[:, i].set(a)), alpha_i)
+    a, logp = model.policy(out, model.entries(i)).sample_and_log_prob(seed=key)
+    return sloss.gaussian_actor_loss(
+        logp, q_of(gs, joint.at[:, i].set(model.features(a, i))), alpha_i
+    )
 
 
 def sequential_actor_step(model, state, x, mask, gs, joint, alpha, hp, keys, data_axis):
@@ -168,7 +170,7 @@ def sequential_actor_step(model, state, x, mask, gs, joint, alpha, hp, keys, dat
         # re-sample agent i's action from its NEW policy for the agents after it
         out = model.nets.actor.apply(p_i, x[:, i])
         new_a = model.policy(out, mask[:, i] if model.discrete else None).sample(seed=k_new)
-        new_feat = model.features(new_a[:, None])[:, 0]
+        new_feat = model.features(new_a, i)
         joint = joint.at[:, i].set(jax.lax.stop_gradient(new_feat))
         return (params, opt_state, joint), (loss, mean_logp, i)
 
@@ -213,7 +215,8 @@ def simultaneous_actor_step(model, state, x, mask, gs, joint, alpha, hp, key, da
 def temperature_step(model: SACModel, state: SACState, logp_a: Array, hp: SACHParams, data_axis):
     """One Adam step of the log temperatures on `loss.temperature_loss`."""
     config = model.config
-    tgt = target_entropy(config, model.discrete, model.nets.act_dim, hp.target_entropy_scale)
+    dims = model.nets.act_dim if model.used is None else model.used.sum(-1)  # [A] used entries
+    tgt = target_entropy(config, model.discrete, dims, hp.target_entropy_scale)
     logp_a = common.data_mean(logp_a, data_axis)
     alpha_grad = jax.grad(sloss.temperature_loss)(state.log_alpha, logp_a, tgt)
     upd, aopt = optax.adam(hp.alpha_lr).update(alpha_grad, state.alpha_opt_state, state.log_alpha)

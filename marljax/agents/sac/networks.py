@@ -81,6 +81,9 @@ class SACModel:
       obs_space: the per-agent observation space.
       state_space: the global-state space.
       low, high: `[D]` bounds of the continuous action box (None for discrete actions).
+      used: `[A, D]` float32 0/1, the action entries each agent's log-probabilities, target
+        entropy and critic features count (`SACConfig.used_entries_only` on an env that declares
+        `action_entries_used`); None: every entry.
     """
 
     config: SACConfig
@@ -90,6 +93,7 @@ class SACModel:
     state_space: Any
     low: Any = None
     high: Any = None
+    used: Any = None
 
     @property
     def discrete(self) -> bool:
@@ -124,12 +128,20 @@ class SACModel:
             return jax.tree.map(lambda x, y: x.at[i].set(y), tree, new)
         return new
 
+    def entries(self, agent: Array | None = None) -> Array | None:
+        """The used action entries: `[A, D]`, agent `agent`'s `[D]`, or None (all entries)."""
+        if self.used is None or agent is None:
+            return self.used
+        return self.used[agent]
+
     def policy(self, out: Array, mask: Array | None):
-        """The action distribution of actor outputs: masked categorical or tanh-Gaussian."""
+        """The action distribution of actor outputs: masked categorical (`mask`: legal actions)
+        or tanh-Gaussian (`mask`: the used entries, `entries()`, or None)."""
         if self.discrete:
             return distributions.masked_categorical(out, mask)
         mean, log_std = jnp.split(out, 2, axis=-1)
-        return distributions.TanhGaussian(mean, jnp.clip(log_std, LOG_STD_MIN, LOG_STD_MAX))
+        log_std = jnp.clip(log_std, LOG_STD_MIN, LOG_STD_MAX)
+        return distributions.TanhGaussian(mean, log_std, entries=mask)
 
     def mode(self, out: Array, mask: Array) -> Array:
         """The policy's most likely action, in env units: masked argmax, or tanh(mean) rescaled."""
@@ -137,9 +149,13 @@ class SACModel:
             return jnp.argmax(jnp.where(mask, out, -jnp.inf), axis=-1).astype(jnp.int32)
         return self.to_env(self.policy(out, None).mode())
 
-    def features(self, a: Array) -> Array:
-        """Actions `[..., A]` int or `[..., A, D]` in [-1, 1] -> `[..., A, F]` critic features."""
-        return jax.nn.one_hot(a, self.nets.act_dim) if self.discrete else a
+    def features(self, a: Array, agent: Array | None = None) -> Array:
+        """Actions `[..., A]` int or `[..., A, D]` in [-1, 1] -> `[..., A, F]` critic features
+        (unused entries zeroed); with `agent`, one agent's `[...]` / `[..., D]` -> `[..., F]`."""
+        if self.discrete:
+            return jax.nn.one_hot(a, self.nets.act_dim)
+        used = self.entries(agent)
+        return a if used is None else a * used
 
     def critic_apply(self, params: Any, gs: Array, feats: Array) -> Array:
         """Twin values `[2, ...]` of `gs [..., S]` and joint features `[..., A, F]`."""
@@ -162,7 +178,7 @@ class SACModel:
             logp_all = jax.nn.log_softmax(jnp.where(mask, out, distributions.MASKED_LOGIT))
             a = jax.random.categorical(key, logp_all)
             return a, jnp.take_along_axis(logp_all, a[..., None], axis=-1)[..., 0]
-        return self.policy(out, None).sample_and_log_prob(seed=key)
+        return self.policy(out, self.used).sample_and_log_prob(seed=key)
 
     def alpha(self, state: SACState, hp: SACHParams) -> Array:
         """`[A]` the agents' temperatures: learned, or the fixed `hp.init_alpha`."""
@@ -194,11 +210,19 @@ def make_sac_model(
     """The `SACModel` of a learner for `env` (see `make_sac_networks` for the errors)."""
     env_params = env.default_params() if env_params is None else env_params
     nets = make_sac_networks(config, env, env_params)
-    low = high = None
+    low = high = used = None
     if not nets.discrete:
         act_space = env.action_space(env_params)
         low = jnp.broadcast_to(jnp.asarray(act_space.low, jnp.float32), act_space.shape)
         high = jnp.broadcast_to(jnp.asarray(act_space.high, jnp.float32), act_space.shape)
+        declared = getattr(env, "action_entries_used", None)
+        if config.used_entries_only and declared is not None:
+            used = jnp.asarray(declared, jnp.float32)
+            if used.shape != (env.num_agents, nets.act_dim) or not bool(jnp.all(used.sum(-1) > 0)):
+                raise ValueError(
+                    f"{env.name}.action_entries_used must be [A, D] = [{env.num_agents}, "
+                    f"{nets.act_dim}] with at least one entry per agent, got {used.tolist()}"
+                )
     return SACModel(
         config,
         nets,
@@ -207,6 +231,7 @@ def make_sac_model(
         env.global_state_space(env_params),
         low,
         high,
+        used,
     )
 
 
