@@ -9,13 +9,17 @@ evaluates the trained policies with `marljax.evaluation.social`: cooperation rat
 contributions of at least half the endowment, or of cooperative moves in the Prisoner's
 Dilemma), the players' return per round (punishment costs and fines included; public goods: 10
 if nobody contributes, 16 if everyone contributes everything; PD population: 2 x 1 mutual
-defection to 2 x 3 mutual cooperation, per game an agent is in) and the punishment rate. Every mechanism is compared with its own control (same players, same rounds):
+defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 per pickup,
+-2 per own coin taken by the partner) and the punishment rate. Every mechanism is compared with its own control (same players, same rounds):
 
 - public goods, 4 players, 10 rounds: none / direct punishment (two stages per round: contribute,
   see, punish; cost 1, fine 3) / reputation;
 - public goods, 3 players, 10 rounds: none / one third-party punisher (two stages);
 - Prisoner's Dilemma population of 4, 20 rounds: random partners (choice masked) / partner
-  selection / partner selection with reputation.
+  selection / partner selection with reputation;
+- the same three conditions in a gridworld: a population of 4 playing the Coin Game in pairs,
+  4 rounds of a choice step then 16 steps (`social/coin_game_partner_selection-v0`); cooperation
+  = own-coin pickups, return per round = 16 Coin Game steps.
 
     python baselines/social_mechanisms.py [--algo ippo|iql] [--seeds 32] [--steps 60000]
 """
@@ -34,6 +38,7 @@ from marljax.train import TrainConfig
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family
 #: is its control; the first `P` agents are the players (P in the family's name)
 PG4, PG3, PD4 = "public goods (4)", "public goods (3)", "PD population (4)"
+CG4 = "Coin Game population (4)"
 CONDITIONS = [
     (PG4, "none", "social/public_goods-v0", {}, 10),
     (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
@@ -43,6 +48,9 @@ CONDITIONS = [
     (PD4, "random partners", "social/ipd_partner_selection-v0", {"random_partners": True}, 20),
     (PD4, "partner selection", "social/ipd_partner_selection-v0", {}, 20),
     (PD4, "selection + reputation", "social/ipd_partner_reputation-v0", {}, 20),
+    (CG4, "random partners", "social/coin_game_partner_selection-v0", {"random_partners": True}, 4),
+    (CG4, "partner selection", "social/coin_game_partner_selection-v0", {}, 4),
+    (CG4, "selection + reputation", "social/coin_game_partner_reputation-v0", {}, 4),
 ]
 
 #: per algorithm: (static agent settings, traced hparams)

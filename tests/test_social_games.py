@@ -20,6 +20,7 @@ from marljax.envs.social import (
     CoinGameState,
     DirectPunishment,
     MarkCooperation,
+    PairedGames,
     PartnerSelection,
     PublicGoods,
     Reputation,
@@ -42,6 +43,8 @@ MY_IDS = [
     "social/public_goods_reputation-v0",
     "social/ipd_partner_selection-v0",
     "social/ipd_partner_reputation-v0",
+    "social/coin_game_partner_selection-v0",
+    "social/coin_game_partner_reputation-v0",
     "social/stag_hunt-v0",
 ]
 
@@ -519,6 +522,78 @@ def test_partner_selection_random_partners_control():
     assert "random_partners=True" in repr(env)
 
 
+def test_paired_games_matching_honours_free_choices():
+    env = PairedGames(CoinGame(2), num_agents=6)
+    match = jax.jit(jax.vmap(env.match, in_axes=(0, None)))
+    keys = jax.random.split(KEY, 200)
+    # 0 <-> 1 name each other; 2, 3, 4 all name 5; 5 names 0
+    pairs = np.asarray(match(keys, jnp.array([1, 0, 5, 5, 5, 0])))  # [200, 3, 2]
+    assert (np.sort(pairs.reshape(200, -1), -1) == np.arange(6)).all()  # a perfect matching
+    partner = np.zeros((200, 6), int)
+    for k, p in enumerate(pairs):
+        partner[k, p[:, 0]], partner[k, p[:, 1]] = p[:, 1], p[:, 0]
+    assert (partner[:, 0] == 1).all()  # a mutual choice is always honoured
+    # 0 is taken, so 5 goes to whichever of 2, 3, 4 is visited first (uniform), or it is
+    # visited first itself and takes a uniform free agent
+    counts = np.bincount(partner[:, 5], minlength=6)
+    assert counts[:2].sum() == 0 and (np.abs(counts[2:5] / 200 - 1 / 3) < 0.1).all()
+    # the agent that chose sits in seat 0; when 5 is visited before 2, 3 and 4 it chooses
+    seat_of_5 = (pairs == 5).argmax(-1).max(-1)  # [200]
+    assert 0.7 < seat_of_5.mean() < 0.9  # 5 is first of the four a quarter of the time
+
+
+def test_paired_coin_games_pay_each_seat_its_own_game():
+    env, params = marljax.make(
+        "social/coin_game_partner_selection-v0", round_len=3, selection_rounds=2
+    )
+    A = 4
+    step = jax.jit(env.step)
+    state, ts = env.reset(KEY, params)
+    assert ts.obs.shape == (A, 9 * 4 + 3 * A + 2) and env.action_space(params).n == 5 * A
+    mask = np.asarray(ts.action_mask).reshape(A, 5, A)
+    assert mask[:, 1:].sum() == 0 and (mask[np.arange(A), 0, np.arange(A)] == 0).all()
+    keys = jax.random.split(jax.random.PRNGKey(3), 8)
+    for t in range(8):
+        if t % 4 == 0:  # choice step: 0 <-> 2 and 1 <-> 3
+            state, ts = step(keys[t], state, jnp.array([2, 3, 0, 1]), params)
+            np.testing.assert_array_equal(ts.reward, 0.0)
+            np.testing.assert_array_equal(ts.extras["partner"], [2, 3, 0, 1])
+            np.testing.assert_array_equal(ts.obs[:, -2], 0.0)  # a play step comes next
+            mask = np.asarray(ts.action_mask).reshape(A, 5, A)
+            assert mask[:, :, 0].sum() == 5 and mask.sum() == 5 * A  # only inner actions act
+            continue
+        moves = jax.random.randint(keys[t], (A,), 0, 5)
+        state, ts = step(keys[t], state, moves * A + (jnp.arange(A) + 1) % A, params)
+        coop, defect = np.asarray(ts.extras["cooperated"]), np.asarray(ts.extras["defected"])
+        partner = np.array([2, 3, 0, 1])
+        # one coin per pair game: +1 for a pickup, -2 when the partner took my coin
+        np.testing.assert_allclose(ts.reward, (coop | defect) - 2.0 * defect[partner])
+        assert bool(ts.terminated) == (t == 7)
+        if t % 4 == 3:  # the round's last play step shows the next choice step
+            assert float(ts.obs[0, -2]) == 1.0
+    np.testing.assert_array_equal(state.rounds, 2)
+
+
+def test_paired_games_random_partners_and_reputation():
+    env, params = marljax.make(
+        "social/coin_game_partner_selection-v0", random_partners=True, round_len=1
+    )
+    state, ts = env.reset(KEY, params)
+    mask = np.asarray(ts.action_mask).reshape(4, 5, 4)
+    assert mask.sum() == 4 and all(mask[i, 0, (i + 1) % 4] for i in range(4))
+    step = jax.jit(jax.vmap(env.step, in_axes=(0, None, None, None)))
+    _, ts = step(jax.random.split(KEY, 300), state, jnp.array([1, 2, 3, 0]), params)
+    partners = np.asarray(ts.extras["partner"])  # [300, 4]: a uniform matching, not the choices
+    assert (partners[np.arange(300)[:, None], partners] == np.arange(4)).all()
+    assert np.abs(np.bincount(partners[:, 0], minlength=4)[1:] / 300 - 1 / 3).max() < 0.1
+    rep, rp = marljax.make("social/coin_game_partner_reputation-v0")
+    assert rep.observation_space(rp).shape == (env.observation_space(params).shape[0] + 4,)
+    with pytest.raises(ValueError, match="even"):
+        PairedGames(CoinGame(2), num_agents=5)
+    with pytest.raises(ValueError, match="cooperated"):
+        PairedGames(MatrixGame(prisoners_dilemma()))
+
+
 def test_reputation_updates_and_is_observed():
     env = Reputation(PublicGoods(num_agents=2))
     params = env.default_params().replace(reputation_decay=0.5, reputation_init=0.5)
@@ -565,6 +640,7 @@ def test_validate_params_hook():
         ("social/public_goods_punishment-v0", "punish_fine", -1.0),
         ("social/public_goods_punishment-v0", "multiplier", -1.0),
         ("social/ipd_partner_selection-v0", "selection_rounds", 0),
+        ("social/coin_game_partner_selection-v0", "round_len", 0),
     ]:
         env, params = marljax.make(env_id)
         env.validate_params(params)

@@ -40,6 +40,8 @@ from marljax.envs.social.coin_game_jaxmarl import (
 from marljax.envs.social.mechanisms import (
     DirectPunishment,
     MarkCooperation,
+    PairedGames,
+    PairedGamesState,
     PartnerSelection,
     PartnerSelectionState,
     PunishmentState,
@@ -119,6 +121,33 @@ def make_partner_selection(
     return Reputation(env) if reputation else env
 
 
+def make_coin_game_partner_selection(
+    num_agents: int = 4,
+    grid_size: int = 3,
+    reputation: bool = False,
+    random_partners: bool = False,
+) -> Environment:
+    """Partner selection in a gridworld: a population playing the Coin Game in chosen pairs.
+
+    `PairedGames(CoinGame(2, grid_size, egocentric=True), ...)`: each round every agent names a
+    partner, the population is matched into pairs and each pair plays `round_len` steps of the
+    Coin Game (params `round_len` = 16 play steps per round, `selection_rounds` = 4 rounds);
+    cooperation = picking up one's own coins.
+
+    Args:
+      num_agents: population size `A` (static, even, >= 4).
+      grid_size: the Coin Game's torus side.
+      reputation: also add public reputation scores (`Reputation`, from own-coin pickups).
+      random_partners: the control without selection (a uniformly random matching each round).
+    """
+    env = PairedGames(
+        CoinGame(2, grid_size, egocentric=True),
+        num_agents,
+        random_partners=random_partners,
+    )
+    return Reputation(env) if reputation else env
+
+
 def make_repeated_stag_hunt() -> Environment:
     """The repeated Stag Hunt with cooperation labels (`MarkCooperation`, stag = action 0).
 
@@ -191,6 +220,18 @@ def _register_all() -> None:
         description="Prisoner's Dilemma population with partner selection and reputation",
     )
     register(
+        "social/coin_game_partner_selection-v0",
+        make_coin_game_partner_selection,
+        description="Coin Game population (4) choosing its partners: rounds of a choice step "
+        "then 16 Coin Game steps in pairs, 4 rounds",
+    )
+    register(
+        "social/coin_game_partner_reputation-v0",
+        make_coin_game_partner_selection,
+        kwargs={"reputation": True},
+        description="Coin Game population with partner selection and reputation",
+    )
+    register(
         "social/spatial_pd-v0",
         SpatialPD,
         description="Spatial Prisoner's Dilemma, 6x6 torus (36 agents), von Neumann "
@@ -216,6 +257,8 @@ __all__ = [
     "CoinGameState",
     "DirectPunishment",
     "MarkCooperation",
+    "PairedGames",
+    "PairedGamesState",
     "PartnerSelection",
     "PartnerSelectionState",
     "PublicGoods",
@@ -231,6 +274,7 @@ __all__ = [
     "TwoStagePunishmentState",
     "check_param",
     "extend_params",
+    "make_coin_game_partner_selection",
     "make_partner_selection",
     "make_public_goods_punishment",
     "make_public_goods_reputation",

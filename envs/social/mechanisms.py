@@ -761,6 +761,307 @@ class PartnerSelection(Environment):
         return f"{self.name}(num_agents={self.num_agents}{extra})"
 
 
+# ----------------------------------------------------------------------------- partner selection, gridworld
+
+
+@struct.dataclass
+class PairedGamesState:
+    """State of `PairedGames`."""
+
+    inner: Any  # the pair games' states, stacked: leading axis [A // 2]
+    inner_obs: Array  # [A // 2, 2, D] float32 the pair games' last observations, flat
+    inner_gs: Array  # [A // 2, G] float32 the pair games' last global states, flat
+    members: Array  # [A // 2, 2] int32 agents in each pair game, by seat
+    pair: Array  # [A] int32 pair game of each agent
+    seat: Array  # [A] int32 seat of each agent in its pair game (0 or 1)
+    partner: Array  # [A] int32 current partner, -1 before the first pairing
+    choice: Array  # [A] int32 partner each agent asked for at the last choice step, -1 before
+    phase: Array  # [] int32 steps into the current round (0: the choice step)
+    rounds: Array  # [] int32 rounds completed
+    coop: Array  # [A] int32 own-coin (cooperative) pickups in the current round
+    defect: Array  # [A] int32 other-coin (defecting) pickups in the current round
+    last_coop: Array  # [A] int32 the previous round's cooperative pickups
+    last_defect: Array  # [A] int32 the previous round's defecting pickups
+
+
+class PairedGames(Environment):
+    """A population of `A` agents that plays a two-player gridworld game in pairs, round by round,
+    choosing its partners (partner selection in a gridworld).
+
+    Each round is one *choice step*, then `round_len` *play steps*. On the choice step every
+    agent names the partner it wants, and the agents are matched into `A // 2` pairs (`match`):
+    agents that named each other first, then the others in a random order, each paired with the
+    partner it named if that partner is still unmatched and with a uniformly random unmatched
+    agent otherwise (so an agent that nobody names is left to whoever is left). Each pair then plays a fresh episode of the inner game (`env`, a two-player env with
+    `Discrete(N)` actions and `extras["cooperated"]` / `["defected"]`, e.g. `CoinGame`): the
+    agent that chose sits in seat 0 and sees the game from its seat. The pair games run side by
+    side (one `vmap`). After `selection_rounds` rounds the episode terminates; the inner game's
+    own truncation is ignored (each pair game lasts one round).
+
+    Action: `Discrete(N * A)`, `a = inner_action * A + partner` as in `PartnerSelection`. On a
+    choice step only the partner part acts (the inner part is masked to 0) and naming oneself is
+    masked; on a play step only the inner part acts (the partner part is masked to one value).
+    Observation of agent `i` (`[D + 3A + 2]`, flat; agents relabelled egocentrically `i, i+1,
+    ...`): its seat's inner observation flattened (zeros on a choice step), its current partner
+    one-hot, every agent's cooperative and defecting pickups of the previous round divided by
+    `round_len` (what agent `i` knows of the others when it chooses), a choice-step flag and the
+    fraction of the episode played. Global state: the pair games' global states, the partner
+    matrix, the previous round's counts and the two phase features. Extras: `"partner"` `[A]`
+    int32, `"choice"` `[A]` int32 (both -1 before the first pairing) and `"cooperated"` /
+    `"defected"` `[A]` bool (the inner game's labels on play steps, False on choice steps), so
+    `Reputation` and `marljax.evaluation.social` read it as any labelled env.
+
+    Params: the inner env's params (they configure the pair games) plus `round_len` (play steps
+    per round, default 16) and `selection_rounds` (default 4).
+
+    Args:
+      env: the two-player pair game.
+      num_agents: population size `A` (static, even, >= 4).
+      round_len: default `round_len`.
+      num_rounds: default `selection_rounds`.
+      random_partners: the control without selection: the partner part of the action is masked
+        to one value and the pairs are a uniformly random matching every round; observations,
+        rewards and extras are the same.
+
+    References: N. Anastassacos, S. Hailes and M. Musolesi, "Partner selection for the emergence
+    of cooperation in multi-agent systems using reinforcement learning", AAAI 2020 (partner
+    choice in a population); the Coin Game of Lerer & Peysakhovich (2017) as the pair game.
+    """
+
+    def __init__(
+        self,
+        env: Environment,
+        num_agents: int = 4,
+        round_len: int = 16,
+        num_rounds: int = 4,
+        random_partners: bool = False,
+    ):
+        if env.num_agents != 2:
+            raise ValueError(f"PairedGames needs a two-player game, got {env.num_agents} agents")
+        A = int(num_agents)
+        if A < 4 or A % 2:
+            raise ValueError(f"PairedGames needs an even num_agents >= 4, got {num_agents}")
+        _, ts = jax.eval_shape(env.reset, jax.random.PRNGKey(0), env.default_params())
+        if not {"cooperated", "defected"} <= set(ts.extras):
+            raise ValueError(
+                f"PairedGames needs a pair game with extras 'cooperated' and 'defected'; "
+                f"{env.name} has {sorted(ts.extras)}"
+            )
+        self._env = env
+        self.num_agents = A
+        self.num_inner_actions = _discrete_n(env, "PairedGames")
+        self.random_partners = bool(random_partners)
+
+        def check(p):
+            for n in ("round_len", "selection_rounds"):
+                check_param(p, n, lambda v: v >= 1, "must be >= 1")
+
+        self._params_cls = extend_params(
+            type(env.default_params()),
+            "PairedGames",
+            {"round_len": int(round_len), "selection_rounds": int(num_rounds)},
+            check,
+        )
+        self._defaults = {"round_len": int(round_len), "selection_rounds": int(num_rounds)}
+        self._ego = _ego(A)
+        choice = ~np.eye(A, dtype=bool)
+        if self.random_partners:
+            choice = np.roll(np.eye(A, dtype=bool), 1, axis=1)
+        self._choice_mask = jnp.asarray(choice)
+        self._play_mask = jnp.asarray(np.roll(np.eye(A, dtype=bool), 1, axis=1))
+        self._obs_dim = env.observation_space(env.default_params()).flat_dim
+        self._gs_dim = env.global_state_space(env.default_params()).flat_dim
+
+    @property
+    def name(self) -> str:
+        return f"PairedGames<{self._env.name}>"
+
+    @property
+    def unwrapped(self) -> Environment:
+        return self
+
+    def default_params(self):
+        return _derive(self._env.default_params(), self._params_cls, self._defaults)
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        validate_extended(self._env, self._params_cls, params)
+
+    def match(self, key: PRNGKey, choice: Array) -> Array:
+        """`[A // 2, 2]` pairs (seat 0 = the agent that chose) from the named partners `[A]`.
+
+        Pairs that named each other are matched first. Then the others are visited in a uniformly
+        random order: an unmatched agent takes the partner it named if that one is unmatched,
+        else a uniformly random unmatched agent.
+        """
+        A = self.num_agents
+        key_order, key_fill = jax.random.split(key)
+        order = jax.random.permutation(key_order, A)
+        rank = jax.random.uniform(key_fill, (A,))  # fallback preference over the others
+
+        mutual = choice[choice] == jnp.arange(A)
+
+        def visit(k, carry, first_pass):
+            matched, members, n = carry
+            i = order[k]
+            free = ~matched & (jnp.arange(A) != i)
+            fallback = jnp.argmax(jnp.where(free, rank, -1.0))
+            j = jnp.where(free[choice[i]], choice[i], fallback)
+            take = ~matched[i] & (mutual[i] if first_pass else True)
+            members = jnp.where(take, members.at[n].set(jnp.stack([i, j])), members)
+            matched = jnp.where(take, matched.at[i].set(True).at[j].set(True), matched)
+            return matched, members, n + take.astype(jnp.int32)
+
+        carry = (jnp.zeros((A,), bool), jnp.zeros((A // 2, 2), jnp.int32), jnp.int32(0))
+        carry = jax.lax.fori_loop(0, A, lambda k, c: visit(k, c, True), carry)
+        return jax.lax.fori_loop(0, A, lambda k, c: visit(k, c, False), carry)[1]
+
+    def reset(self, key: PRNGKey, params):
+        A, P = self.num_agents, self.num_agents // 2
+        members = jnp.arange(A, dtype=jnp.int32).reshape(P, 2)
+        inner, ts = jax.vmap(self._env.reset, in_axes=(0, None))(jax.random.split(key, P), params)
+        zeros = jnp.zeros((A,), jnp.int32)
+        state = PairedGamesState(
+            inner=inner,
+            inner_obs=self._flat_obs(ts),
+            inner_gs=ts.global_state.reshape(P, -1).astype(jnp.float32),
+            members=members,
+            pair=jnp.arange(A, dtype=jnp.int32) // 2,
+            seat=jnp.arange(A, dtype=jnp.int32) % 2,
+            partner=jnp.full((A,), -1, jnp.int32),
+            choice=jnp.full((A,), -1, jnp.int32),
+            phase=jnp.int32(0),
+            rounds=jnp.int32(0),
+            coop=zeros,
+            defect=zeros,
+            last_coop=zeros,
+            last_defect=zeros,
+        )
+        no = jnp.zeros((A,), bool)
+        return state, self._timestep(state, params, None, jnp.zeros((A,), jnp.float32), no, no)
+
+    def step(self, key: PRNGKey, state: PairedGamesState, actions: Array, params):
+        A, P = self.num_agents, self.num_agents // 2
+        actions = jnp.clip(
+            jnp.asarray(actions).astype(jnp.int32).reshape(A), 0, self.num_inner_actions * A - 1
+        )
+        inner_actions, named = actions // A, actions % A
+        key_match, key_random, key_reset, key_step = jax.random.split(key, 4)
+        choosing = state.phase == 0
+
+        # choice step: match, reset the pair games
+        named = jnp.where(named == jnp.arange(A), (named + 1) % A, named)
+        if self.random_partners:
+            named = (jnp.arange(A) + jax.random.randint(key_random, (A,), 1, A)) % A
+        members = self.match(key_match, named)
+        pair = jnp.zeros((A,), jnp.int32).at[members.reshape(-1)].set(jnp.repeat(jnp.arange(P), 2))
+        seat = jnp.zeros((A,), jnp.int32).at[members.reshape(-1)].set(jnp.tile(jnp.arange(2), P))
+        partner = (
+            jnp.zeros((A,), jnp.int32).at[members.reshape(-1)].set(members[:, ::-1].reshape(-1))
+        )
+        fresh, fresh_ts = jax.vmap(self._env.reset, in_axes=(0, None))(
+            jax.random.split(key_reset, P), params
+        )
+
+        # play step: every pair game steps with its members' inner actions
+        played, ts = jax.vmap(self._env.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(key_step, P), state.inner, inner_actions[state.members], params
+        )
+        by_agent = (state.pair, state.seat)
+        reward = jnp.where(choosing, 0.0, ts.reward[by_agent]).astype(jnp.float32)
+        coop = ~choosing & ts.extras["cooperated"][by_agent]
+        defect = ~choosing & ts.extras["defected"][by_agent]
+
+        def pick(a, b):
+            return jax.tree.map(lambda x, y: jnp.where(choosing, x, y), a, b)
+
+        phase = state.phase + 1
+        round_over = ~choosing & (phase > params.round_len)
+        n_coop = state.coop + coop.astype(jnp.int32)
+        n_defect = state.defect + defect.astype(jnp.int32)
+        rounds = state.rounds + round_over.astype(jnp.int32)
+        state = PairedGamesState(
+            inner=pick(fresh, played),
+            inner_obs=pick(self._flat_obs(fresh_ts), self._flat_obs(ts)),
+            inner_gs=pick(fresh_ts.global_state, ts.global_state)
+            .reshape(P, -1)
+            .astype(jnp.float32),
+            members=pick(members, state.members),
+            pair=pick(pair, state.pair),
+            seat=pick(seat, state.seat),
+            partner=pick(partner, state.partner),
+            choice=pick(named, state.choice),
+            phase=jnp.where(round_over, 0, phase),
+            rounds=rounds,
+            coop=jnp.where(round_over, 0, n_coop),
+            defect=jnp.where(round_over, 0, n_defect),
+            last_coop=jnp.where(round_over, n_coop, state.last_coop),
+            last_defect=jnp.where(round_over, n_defect, state.last_defect),
+        )
+        return state, self._timestep(state, params, choosing, reward, coop, defect)
+
+    def _timestep(self, state, params, choosing, reward, coop, defect) -> TimeStep:
+        A = self.num_agents
+        choice_now = state.phase == 0
+        obs_inner = jnp.where(choice_now, 0.0, state.inner_obs[state.pair, state.seat])  # [A, D]
+        gs_inner = state.inner_gs.reshape(-1)
+        partner_1h = jax.nn.one_hot(state.partner, A)  # [A, A], zeros at -1
+        ego_partner = partner_1h[jnp.arange(A)[:, None], self._ego]  # [A, A]
+        scale = 1.0 / jnp.maximum(params.round_len, 1)
+        counts = jnp.stack([state.last_coop, state.last_defect], -1) * scale  # [A, 2]
+        ego_counts = counts[self._ego].reshape(A, 2 * A)
+        total = params.selection_rounds * (params.round_len + 1)
+        played = state.rounds * (params.round_len + 1) + state.phase
+        frac = jnp.minimum(played / jnp.maximum(total, 1), 1.0).astype(jnp.float32)
+        flags = jnp.stack([choice_now.astype(jnp.float32), frac])
+        obs = jnp.concatenate(
+            [obs_inner, ego_partner, ego_counts, jnp.broadcast_to(flags, (A, 2))], axis=-1
+        )
+        gs = jnp.concatenate([gs_inner, partner_1h.reshape(-1), counts.reshape(-1), flags])
+        mask = _product_mask(
+            jnp.where(
+                choice_now,
+                jnp.arange(self.num_inner_actions) == 0,
+                jnp.ones((self.num_inner_actions,), bool),
+            )[None].repeat(A, 0),
+            jnp.where(choice_now, self._choice_mask, self._play_mask),
+        )
+        return TimeStep(
+            obs=obs.astype(jnp.float32),
+            reward=reward,
+            terminated=state.rounds >= params.selection_rounds,
+            truncated=jnp.array(False),
+            action_mask=mask,
+            global_state=gs.astype(jnp.float32),
+            extras={
+                "partner": state.partner,
+                "choice": state.choice,
+                "cooperated": coop,
+                "defected": defect,
+            },
+        )
+
+    def _flat_obs(self, ts: TimeStep) -> Array:
+        """`[P, 2, D]` float32: the pair games' observations, flattened per seat."""
+        return ts.obs.reshape(self.num_agents // 2, 2, -1).astype(jnp.float32)
+
+    def observation_space(self, params):
+        A = self.num_agents
+        return spaces.Box(0.0, 1.0, (self._obs_dim + 3 * A + 2,), jnp.float32)
+
+    def action_space(self, params):
+        return spaces.Discrete(self.num_inner_actions * self.num_agents)
+
+    def global_state_space(self, params):
+        A = self.num_agents
+        dim = (A // 2) * self._gs_dim + A * A + 2 * A + 2
+        return spaces.Box(0.0, 1.0, (dim,), jnp.float32)
+
+    def __repr__(self) -> str:
+        extra = ", random_partners=True" if self.random_partners else ""
+        return f"{self.name}(num_agents={self.num_agents}{extra})"
+
+
 # ----------------------------------------------------------------------------- reputation
 
 
