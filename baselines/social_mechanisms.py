@@ -17,9 +17,12 @@ defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 pe
 - public goods, 3 players, 10 rounds: none / one third-party punisher (two stages);
 - Prisoner's Dilemma population of 4, 20 rounds: random partners (choice masked) / partner
   selection / partner selection with reputation;
-- the same three conditions in a gridworld: a population of 4 playing the Coin Game in pairs,
-  4 rounds of a choice step then 16 steps (`social/coin_game_partner_selection-v0`); cooperation
-  = own-coin pickups, return per round = 16 Coin Game steps.
+- the same mechanisms in a gridworld, the Coin Game (egocentric 3x3 views; cooperation = own-coin
+  pickups): two players, 50 steps, none / direct punishment / one third-party punisher /
+  reputation (punishment decided each step beside the move; return per round = per step); and a
+  population of 4 playing it in pairs, 4 rounds of a choice step then 16 steps
+  (`social/coin_game_partner_selection-v0`): random partners / partner selection / selection
+  with reputation (return per round = 16 Coin Game steps).
 
     python baselines/social_mechanisms.py [--algo ippo|iql] [--seeds 32] [--steps 60000]
 """
@@ -38,7 +41,7 @@ from marljax.train import TrainConfig
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family
 #: is its control; the first `P` agents are the players (P in the family's name)
 PG4, PG3, PD4 = "public goods (4)", "public goods (3)", "PD population (4)"
-CG4 = "Coin Game population (4)"
+CG2, CG4 = "Coin Game (2)", "Coin Game population (4)"
 CONDITIONS = [
     (PG4, "none", "social/public_goods-v0", {}, 10),
     (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
@@ -48,6 +51,10 @@ CONDITIONS = [
     (PD4, "random partners", "social/ipd_partner_selection-v0", {"random_partners": True}, 20),
     (PD4, "partner selection", "social/ipd_partner_selection-v0", {}, 20),
     (PD4, "selection + reputation", "social/ipd_partner_reputation-v0", {}, 20),
+    (CG2, "none", "social/coin_game-v0", {"egocentric": True}, 50),
+    (CG2, "direct punishment", "social/coin_game_punishment-v0", {}, 50),
+    (CG2, "third-party punishment", "social/coin_game_third_party-v0", {}, 50),
+    (CG2, "reputation", "social/coin_game_reputation-v0", {}, 50),
     (CG4, "random partners", "social/coin_game_partner_selection-v0", {"random_partners": True}, 4),
     (CG4, "partner selection", "social/coin_game_partner_selection-v0", {}, 4),
     (CG4, "selection + reputation", "social/coin_game_partner_reputation-v0", {}, 4),

@@ -45,6 +45,9 @@ MY_IDS = [
     "social/ipd_partner_reputation-v0",
     "social/coin_game_partner_selection-v0",
     "social/coin_game_partner_reputation-v0",
+    "social/coin_game_punishment-v0",
+    "social/coin_game_third_party-v0",
+    "social/coin_game_reputation-v0",
     "social/stag_hunt-v0",
 ]
 
@@ -588,6 +591,8 @@ def test_paired_games_random_partners_and_reputation():
     assert np.abs(np.bincount(partners[:, 0], minlength=4)[1:] / 300 - 1 / 3).max() < 0.1
     rep, rp = marljax.make("social/coin_game_partner_reputation-v0")
     assert rep.observation_space(rp).shape == (env.observation_space(params).shape[0] + 4,)
+    with pytest.raises(ValueError, match="mechanism"):
+        marljax.make("social/coin_game_punishment-v0", mechanism="shaming")
     with pytest.raises(ValueError, match="even"):
         PairedGames(CoinGame(2), num_agents=5)
     with pytest.raises(ValueError, match="cooperated"):

@@ -148,6 +148,27 @@ def make_coin_game_partner_selection(
     return Reputation(env) if reputation else env
 
 
+def make_coin_game_mechanism(mechanism: str = "punishment", grid_size: int = 3) -> Environment:
+    """The two-player Coin Game (egocentric views) with one mechanism of `mechanisms`.
+
+    Args:
+      mechanism: `"punishment"` (`DirectPunishment`: each step an agent may also pay
+        `punish_cost` to fine the other `punish_fine`), `"third_party"` (`ThirdPartyPunishment`
+        with one observer who sees the whole grid and may fine either player) or
+        `"reputation"` (`Reputation` scores from own-coin pickups in every observation).
+      grid_size: the torus side.
+    """
+    game = CoinGame(2, grid_size, egocentric=True)
+    wrappers = {
+        "punishment": DirectPunishment,
+        "third_party": ThirdPartyPunishment,
+        "reputation": Reputation,
+    }
+    if mechanism not in wrappers:
+        raise ValueError(f"mechanism must be one of {sorted(wrappers)}, got {mechanism!r}")
+    return wrappers[mechanism](game)
+
+
 def make_repeated_stag_hunt() -> Environment:
     """The repeated Stag Hunt with cooperation labels (`MarkCooperation`, stag = action 0).
 
@@ -219,6 +240,17 @@ def _register_all() -> None:
         kwargs={"reputation": True},
         description="Prisoner's Dilemma population with partner selection and reputation",
     )
+    for mechanism, what in [
+        ("punishment", "direct punishment (pay 1 to fine the other 3)"),
+        ("third_party", "a third-party observer who may fine either player"),
+        ("reputation", "public reputation scores from own-coin pickups"),
+    ]:
+        register(
+            f"social/coin_game_{mechanism}-v0",
+            make_coin_game_mechanism,
+            kwargs={"mechanism": mechanism},
+            description=f"Coin Game, 2 players, egocentric 3x3 views, with {what}",
+        )
     register(
         "social/coin_game_partner_selection-v0",
         make_coin_game_partner_selection,
@@ -274,6 +306,7 @@ __all__ = [
     "TwoStagePunishmentState",
     "check_param",
     "extend_params",
+    "make_coin_game_mechanism",
     "make_coin_game_partner_selection",
     "make_partner_selection",
     "make_public_goods_punishment",

@@ -812,7 +812,8 @@ class PairedGames(Environment):
     `Reputation` and `marljax.evaluation.social` read it as any labelled env.
 
     Params: the inner env's params (they configure the pair games) plus `round_len` (play steps
-    per round, default 16) and `selection_rounds` (default 4).
+    per round, default 16) and `selection_rounds` (default 4); `max_steps` truncates the whole
+    episode (default `NO_TIME_LIMIT`: none; each pair game lasts one round whatever it says).
 
     Args:
       env: the two-player pair game.
@@ -827,6 +828,9 @@ class PairedGames(Environment):
     of cooperation in multi-agent systems using reinforcement learning", AAAI 2020 (partner
     choice in a population); the Coin Game of Lerer & Peysakhovich (2017) as the pair game.
     """
+
+    #: default `max_steps`: episodes end when their rounds do
+    NO_TIME_LIMIT = 2**30
 
     def __init__(
         self,
@@ -881,7 +885,8 @@ class PairedGames(Environment):
         return self
 
     def default_params(self):
-        return _derive(self._env.default_params(), self._params_cls, self._defaults)
+        params = _derive(self._env.default_params(), self._params_cls, self._defaults)
+        return params.replace(max_steps=self.NO_TIME_LIMIT)
 
     def validate_params(self, params) -> None:
         """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
@@ -1026,11 +1031,12 @@ class PairedGames(Environment):
             )[None].repeat(A, 0),
             jnp.where(choice_now, self._choice_mask, self._play_mask),
         )
+        terminated = state.rounds >= params.selection_rounds
         return TimeStep(
             obs=obs.astype(jnp.float32),
             reward=reward,
-            terminated=state.rounds >= params.selection_rounds,
-            truncated=jnp.array(False),
+            terminated=terminated,
+            truncated=(played >= params.max_steps) & ~terminated,
             action_mask=mask,
             global_state=gs.astype(jnp.float32),
             extras={
