@@ -785,8 +785,7 @@ class PairedGamesState:
 
 
 class PairedGames(Environment):
-    """A population of `A` agents that plays a two-player gridworld game in pairs, round by round,
-    choosing its partners (partner selection in a gridworld).
+    """Partner selection in a gridworld: `A` agents play a two-player game in chosen pairs.
 
     Each round is one *choice step*, then `round_len` *play steps*. On the choice step every
     agent names the partner it wants, and the agents are matched into `A // 2` pairs (`match`):
