@@ -1,5 +1,7 @@
 """Shared pytest fixtures, and one XLA compilation cache for the whole test run."""
 
+import collections
+import json
 import os
 import shutil
 import tempfile
@@ -47,6 +49,53 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if getattr(config, "_marljax_cache_owner", False):
         shutil.rmtree(os.environ.pop(CACHE_ENV), ignore_errors=True)
+
+
+#: Test files that take long for their number of tests (whole training programs, notebooks,
+#: subprocesses, the registry-wide conformance check), longest first (estimated from CI runs'
+#: `--durations`). xdist hands whole files to its workers in collection order (`--dist loadfile
+#: --no-loadscope-reorder` in pyproject.toml): these go first and the other files after them,
+#: most tests first, so that no worker is left alone with a long file at the end of the run.
+#: `MARLJAX_TEST_FILE_TIMES=out.json pytest` writes every file's summed time to refresh this.
+SLOW_FILES = (
+    "test_conformance.py",
+    "test_notebooks.py",
+    "test_crash_safety.py",
+    "test_distributed.py",
+    "test_rps_parity.py",
+    "test_determinism.py",
+    "test_data_parallel.py",
+    "test_train.py",
+    "test_hasac.py",
+    "test_rps_population.py",
+    "test_eval_loop.py",
+    "test_policy_heads.py",
+    "test_offpolicy.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow files first (`SLOW_FILES`), then the others by falling number of tests."""
+    counts = collections.Counter(item.path.name for item in items)
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(
+        key=lambda it: (rank.get(it.path.name, len(rank)), -counts[it.path.name], str(it.path))
+    )
+
+
+_FILE_TIMES: collections.Counter = collections.Counter()
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("MARLJAX_TEST_FILE_TIMES"):
+        _FILE_TIMES[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionfinish(session):
+    out = os.environ.get("MARLJAX_TEST_FILE_TIMES")
+    if out and _FILE_TIMES and not hasattr(session.config, "workerinput"):
+        with open(out, "w") as f:
+            json.dump(dict(_FILE_TIMES.most_common()), f, indent=1)
 
 
 @pytest.fixture
