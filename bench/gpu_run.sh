@@ -61,6 +61,7 @@ done
 # determinism (two fresh processes per mode) beside the tests: timings of the tests do not matter,
 # and the determinism runs' run times are small next to their compiles.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
+export MARLJAX_TEST_OPT_LEVEL=2  # test the GPU's optimised code (the CPU suite compiles at 0)
 step determinism 200 5 python3 bench/determinism.py --processes 2 \
     --json "$OUT/determinism.json" &
 step pytest 200 5 python3 -m pytest -q -n 12 --dist load --timeout 200 -p no:cacheprovider \
