@@ -942,7 +942,7 @@ class PairedGames(Environment):
             last_defect=zeros,
         )
         no = jnp.zeros((A,), bool)
-        return state, self._timestep(state, params, None, jnp.zeros((A,), jnp.float32), no, no)
+        return state, self._timestep(state, params, jnp.zeros((A,), jnp.float32), no, no)
 
     def step(self, key: PRNGKey, state: PairedGamesState, actions: Array, params):
         A, P = self.num_agents, self.num_agents // 2
@@ -1002,9 +1002,9 @@ class PairedGames(Environment):
             last_coop=jnp.where(round_over, n_coop, state.last_coop),
             last_defect=jnp.where(round_over, n_defect, state.last_defect),
         )
-        return state, self._timestep(state, params, choosing, reward, coop, defect)
+        return state, self._timestep(state, params, reward, coop, defect)
 
-    def _timestep(self, state, params, choosing, reward, coop, defect) -> TimeStep:
+    def _timestep(self, state, params, reward, coop, defect) -> TimeStep:
         A = self.num_agents
         choice_now = state.phase == 0
         obs_inner = jnp.where(choice_now, 0.0, state.inner_obs[state.pair, state.seat])  # [A, D]
