@@ -40,7 +40,14 @@ from marljax.core.types import (
 )
 from marljax.core.wrappers import AutoReset
 
-__all__ = ["CountingEnv", "CountingParams", "CountingState", "check_env"]
+__all__ = [
+    "CountingEnv",
+    "CountingParams",
+    "CountingState",
+    "check_env",
+    "fast_compile_options",
+    "fast_jit",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -198,7 +205,7 @@ def check_env(
        rollout is repeated with `max_steps = num_steps // 4` so that episode ends do happen.
 
     Behaviour of the core env after an episode ends (without `AutoReset`) is unspecified and not
-    checked. The kit compiles about six small programs, with XLA's backend optimisation level 0
+    checked. The kit compiles about six small programs, with `fast_compile_options()`
     (they run a few steps, so compile time is what counts): a few seconds per env on a CPU.
 
     Args:
@@ -893,8 +900,31 @@ def _first_difference(a: Any, b: Any) -> str | None:
     return None
 
 
-# The kit's programs run for a few steps only; cheap LLVM optimisation halves compile time.
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+@functools.cache
+def fast_compile_options() -> dict[str, Any]:
+    """XLA compiler options that shorten compiling at the cost of run speed (see `fast_jit`).
+
+    LLVM's optimisation level 0, and, where this XLA knows the option, XLA:CPU's loop emitters
+    instead of its MLIR fusion emitters (on a 2-core CPU: `check_env` on Harvest 15.7 s -> 9.8 s,
+    a QMIX training program 13.9 s -> 9.7 s to compile, with the same run time at test sizes).
+    The option is tried once on a one-line program: XLA renames and retires its options.
+    """
+    options: dict[str, Any] = {"xla_backend_optimization_level": 0}
+    emitters = {**options, "xla_cpu_use_fusion_emitters": False}
+    try:
+        jax.block_until_ready(jax.jit(lambda x: x + 1, compiler_options=emitters)(np.float32(0)))
+    except Exception:  # noqa: BLE001  (an unknown option: keep the level alone)
+        return options
+    return emitters
+
+
+def fast_jit(fun: Any, **kwargs: Any) -> Any:
+    """`jax.jit` with `fast_compile_options()`: for programs that run a few steps (checks, tests),
+    where compile time is the cost. Keyword arguments go to `jax.jit`."""
+    return jax.jit(fun, compiler_options=fast_compile_options(), **kwargs)
+
+
+_jit = fast_jit
 
 
 def _to_host(tree: Any) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 import marljax
 from marljax.core import registry, spaces
-from marljax.testing import check_env
+from marljax.testing import check_env, fast_jit
 
 jaxmarl = pytest.importorskip("jaxmarl")
 pytest.importorskip("pettingzoo")
@@ -23,8 +22,8 @@ pytest.importorskip("pettingzoo")
 from marljax.envs.adapters import from_jaxmarl, to_gymnasium_space, to_pettingzoo  # noqa: E402
 from marljax.envs.adapters.jaxmarl import _probe_episode_len  # noqa: E402
 
-# These programs run a few steps: compile time is what counts, so skip LLVM's optimisations.
-jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+# These programs run a few steps: compile time is what counts (marljax.testing.fast_jit).
+jit = fast_jit
 
 
 def smax_3m():

@@ -17,7 +17,7 @@ from marljax.core.wrappers import (
     ObsHistory,
     ValidateActions,
 )
-from marljax.testing import CountingEnv, CountingState, check_env
+from marljax.testing import CountingEnv, CountingState, check_env, fast_jit
 
 TOY_ID = "testing/counting-v0"
 
@@ -39,8 +39,7 @@ def _run(env, params, key, actions_seq):
 def _samples(space, n=512, mask=None):
     """`n` samples drawn under `jit(vmap(...))` (cheap LLVM optimisation: compile is the cost)."""
     keys = jax.random.split(jax.random.PRNGKey(1), n)
-    fast = {"xla_backend_optimization_level": 0}
-    return jax.jit(jax.vmap(lambda k: space.sample(k, mask)), compiler_options=fast)(keys)
+    return fast_jit(jax.vmap(lambda k: space.sample(k, mask)))(keys)
 
 
 @pytest.mark.parametrize(

@@ -26,8 +26,6 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-# Compile-time flag for speed in these subprocess tests only (every side of a comparison uses it).
-FAST_COMPILE = "--xla_backend_optimization_level=0"
 
 
 def _sweep_experiment():
@@ -134,10 +132,10 @@ def _train_cli_outputs(out_path: str) -> dict[str, np.ndarray]:
 
 def _env(devices: int | None) -> dict[str, str]:
     env = dict(os.environ)
-    flags = [FAST_COMPILE]
+    flags = [os.environ.get("XLA_FLAGS", "")]  # the run's compile-speed flags (tests/conftest.py)
     if devices is not None:
         flags.append(f"--xla_force_host_platform_device_count={devices}")
-    env["XLA_FLAGS"] = " ".join(flags)
+    env["XLA_FLAGS"] = " ".join(flags).strip()
     env["PYTHONPATH"] = os.pathsep.join([ROOT, HERE, env.get("PYTHONPATH", "")])
     env.setdefault("JAX_PLATFORMS", "cpu")
     return env

@@ -24,10 +24,11 @@ from marljax.envs.particle import (
     SimpleTagParams,
 )
 from marljax.envs.particle.world import DOWN, LEFT, NOOP, RIGHT, UP, bound_penalty
+from marljax.testing import fast_jit
 
 KEY = jax.random.PRNGKey(0)
-# Small programs that run a few steps: compile time is what counts.
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+# These programs run a few steps: compile time is what counts (marljax.testing.fast_jit).
+_jit = fast_jit
 
 
 @functools.cache

@@ -20,7 +20,6 @@ The number of env x params cases that ran is printed at the end of the module.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +31,7 @@ from hypothesis.extra import numpy as hnp
 
 import marljax
 from marljax.core import spaces
+from marljax.testing import fast_jit
 
 NUM_ENVS = 2  # E, environments vmapped over keys per draw
 MAX_STEPS_CAP = 12  # max_steps is drawn in 1 .. min(default, MAX_STEPS_CAP)
@@ -40,8 +40,8 @@ EXAMPLES = 12  # hypothesis draws per env
 
 ENV_IDS = marljax.registered_envs()
 
-# Cheap LLVM optimisation: the rollouts are tiny, compile time dominates.
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+# These programs run a few steps: compile time is what counts (marljax.testing.fast_jit).
+_jit = fast_jit
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,11 @@ import marljax
 import marljax.envs.particle  # noqa: F401  (registers the particle/* ids)
 from marljax.envs.particle import LISTENER, SPEAKER, SimpleSpeakerListener
 from marljax.envs.particle.world import UP
+from marljax.testing import fast_jit
 
 KEY = jax.random.PRNGKey(0)
-# Small programs: compile time is what counts.
-_jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+# These programs run a few steps: compile time is what counts (marljax.testing.fast_jit).
+_jit = fast_jit
 
 E_PARITY, T_PARITY = 6, 50  # 300 random-action steps per action type
 

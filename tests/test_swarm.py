@@ -3,7 +3,6 @@ mean-field features, metrics and parameter validation."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -28,10 +27,10 @@ from marljax.envs.swarm import (
 from marljax.envs.swarm.aggregation import PLUS_X, STAY, circular_centre
 from marljax.envs.swarm.base import bin_counts, centred_bins, direction_bins, polarisation
 from marljax.envs.swarm.neighbours import NeighbourSearch, wrap
-from marljax.testing import check_env
+from marljax.testing import check_env, fast_jit
 
-# These programs run a few steps: cheap LLVM optimisation halves their compile time.
-jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+# These programs run a few steps: compile time is what counts (marljax.testing.fast_jit).
+jit = fast_jit
 
 
 def rollout(env, params, state, actions, num_steps, key=None):
