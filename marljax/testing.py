@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -185,14 +186,16 @@ def check_env(
        `[A, spaces.num_actions(action_space)]` bool; `global_state` has the shape and dtype of
        `global_state_space(params)`; `step` returns a state and a timestep with the same
        structure, shapes and dtypes (extras included) as `reset`.
-    3. Trace once: jitted `reset` and `step` trace once across calls with new keys, new param
-       values and states returned by both `reset` and `step` (a retrace is a recompile in every
-       user's loop; a common cause is a state leaf whose dtype or weak type differs between
-       `reset` and `step`).
-    4. Determinism: a freshly traced `reset`/`step` gives bit-identical results for the same key
-       (no Python/numpy randomness at trace time), and so do two runs of the rollout below.
-    5. vmap over params: `reset` then `step`, vmapped over two stacked copies of `params`, return
-       the unbatched outputs with a leading axis of 2, equal in both copies.
+    3. Trace once: jitted `reset` and `step` trace once across calls with new keys and states
+       returned by both `reset` and `step` (a retrace is a recompile in every user's loop; a
+       common cause is a state leaf whose dtype or weak type differs between `reset` and
+       `step`). Checked abstractly: a retrace depends on shapes, dtypes and weak types only.
+    4. Determinism: a freshly traced `reset`/`step` lowers to the same program as the first
+       trace, or else gives bit-identical results for the same key (no Python/numpy randomness
+       at trace time); two runs of the rollout below give the same bits.
+    5. vmap over params: the rollout below is vmapped over keys *and* stacked copies of
+       `params`; its reset timesteps and final states have the unbatched signatures with a
+       leading axis, and an extra lane with lane 0's key and params equals lane 0.
     6. Rollout, vmapped over `num_envs` keys: `num_steps` steps of `AutoReset(env)` in one
        `lax.scan` inside one `jit`, with random legal actions (`action_space.sample(key, mask)`
        per agent). At reset the reward is zero and the episode is not over; every episode ends
@@ -205,8 +208,9 @@ def check_env(
        rollout is repeated with `max_steps = num_steps // 4` so that episode ends do happen.
 
     Behaviour of the core env after an episode ends (without `AutoReset`) is unspecified and not
-    checked. The kit compiles about six small programs, with `fast_compile_options()`
-    (they run a few steps, so compile time is what counts): a few seconds per env on a CPU.
+    checked. The kit compiles one program, the rollout, with `fast_compile_options()` (it runs a
+    few steps, so compile time is what counts), and otherwise only traces `reset` and `step`: a
+    few seconds per env on a CPU.
 
     Args:
       env: the environment (possibly wrapped).
@@ -227,11 +231,9 @@ def check_env(
     with _phase(name, "signatures of reset/step"):
         sig = _check_signatures(name, env, params, key_sig, obs_space, act_space, gs_space)
     with _phase(name, "jit traces once"):
-        first = _check_trace_once(name, env, params, key_trace, obs_space, act_space)
+        first = _check_trace_once(name, env, params, key_trace, act_space)
     with _phase(name, "determinism of reset/step"):
-        _check_retrace_determinism(name, env, params, first)
-    with _phase(name, "vmap over params"):
-        _check_vmap_params(name, env, params, first, sig)
+        _check_retrace_determinism(name, env, params, act_space, first)
 
     max_steps = getattr(params, "max_steps", None)
     _require(
@@ -242,10 +244,14 @@ def check_env(
     )
     max_steps = int(max_steps)
     _require(max_steps >= 1, name, "params", f"params.max_steps must be >= 1, got {max_steps}")
-    with _phase(name, "rollout (vmap over keys) compiles and runs"):
+    # One more lane than `num_envs`, with lane 0's key: the vmap-over-params check.
+    keys = jax.random.split(key_roll, num_envs)
+    keys = jnp.concatenate([keys, keys[:1]])
+    stacked = jax.tree.map(lambda x: jnp.stack([x] * (num_envs + 1)), params)
+    with _phase(name, "rollout (vmap over keys and params) compiles and runs"):
         rollout = _make_rollout(env, obs_space, act_space, gs_space, num_steps)
-        keys = jax.random.split(key_roll, num_envs)
-        out = _to_host(rollout(keys, params))
+        out = _to_host(rollout(keys, stacked))
+    out = _check_vmap_lanes(name, out, sig, num_envs)
     obs_shape = (num_envs, num_steps, *sig[1].obs.shape)
     _require(
         out.steps.timestep.obs.shape == obs_shape,
@@ -256,8 +262,8 @@ def check_env(
     )
     _check_rollout(name, out, max_steps, "rollout")
     with _phase(name, "determinism of rollout"):
-        again = _to_host(rollout(keys, params))
-    diff = _first_difference(out, again)
+        again = _to_host(rollout(keys, stacked))
+    diff = _first_difference(out, jax.tree.map(lambda x: x[:num_envs], again))
     _require(
         diff is None,
         name,
@@ -267,9 +273,10 @@ def check_env(
     if max_steps > num_steps // 2:
         short = max(1, num_steps // 4)
         # `x * 0 + short` keeps the dtype and weak type, so the rollout does not retrace.
-        params_short = params.replace(max_steps=params.max_steps * 0 + short)
+        params_short = stacked.replace(max_steps=stacked.max_steps * 0 + short)
         with _phase(name, f"rollout with max_steps={short}"):
             out_short = _to_host(rollout(keys, params_short))
+        out_short = jax.tree.map(lambda x: x[:num_envs], out_short)
         _check_rollout(name, out_short, short, f"rollout with max_steps={short}")
 
 
@@ -297,6 +304,7 @@ class _RolloutOut(NamedTuple):
     first: TimeStep  # the timestep after reset
     first_checks: _RolloutChecks
     steps: _RolloutStep  # leading axis [T]
+    last_state: Any  # the env state after the last step
 
 
 def _make_rollout(
@@ -306,7 +314,7 @@ def _make_rollout(
     gs_space: spaces.Space,
     num_steps: int,
 ):
-    """`jit(vmap(rollout))(keys [E], params) -> _RolloutOut`, leaves `[E, ...]` / `[E, T, ...]`."""
+    """`jit(vmap(rollout))(keys [E], params [E]) -> _RolloutOut`, leaves `[E, ...]` / `[E, T, ...]`."""
     wrapped = AutoReset(env)
     num_agents = env.num_agents
 
@@ -343,10 +351,10 @@ def _make_rollout(
 
         # All keys at once: one split here is cheaper to compile than one per step.
         step_keys = jax.random.split(key_steps, (num_steps, 1 + num_agents))
-        _, steps = jax.lax.scan(body, (state, ts0), step_keys)
-        return _RolloutOut(first=ts0, first_checks=checks(ts0), steps=steps)
+        (last_state, _), steps = jax.lax.scan(body, (state, ts0), step_keys)
+        return _RolloutOut(ts0, checks(ts0), steps, last_state)
 
-    return _jit(jax.vmap(rollout, in_axes=(0, None)))
+    return _jit(jax.vmap(rollout))
 
 
 def _check_rollout(name: str, out: _RolloutOut, max_steps: int, what: str) -> None:
@@ -598,61 +606,45 @@ def _check_signatures(
 
 
 def _check_trace_once(
-    name: str,
-    env: Environment,
-    params: EnvParams,
-    key: PRNGKey,
-    obs_space: spaces.Space,
-    act_space: spaces.Space,
+    name: str, env: Environment, params: EnvParams, key: PRNGKey, act_space: spaces.Space
 ) -> dict[str, Any]:
-    """Jitted reset/step trace once over new keys, new param values and new states."""
+    """Jitted reset/step trace once over new keys and states returned by both reset and step.
+
+    A retrace depends only on the arguments' structure, shapes, dtypes and weak types, so the
+    calls are abstract (`jax.eval_shape` through the jitted functions): this traces, and compiles
+    nothing. Returns the jitted functions and their arguments for `_check_retrace_determinism`.
+    """
     traces = {"reset": 0, "step": 0}
 
-    def reset_fn(key, params):
+    def reset(key, params):
         traces["reset"] += 1
         return env.reset(key, params)
 
-    def step_fn(key, state, actions, params):
+    def step(key, state, actions, params):
         traces["step"] += 1
         return env.step(key, state, actions, params)
 
-    reset_j, step_j = _jit(reset_fn), _jit(step_fn)
-    other = jax.tree.map(_perturb, params)
-    keys = jax.random.split(key, 5)
-
-    state0, ts0 = reset_j(keys[0], params)
-    mask0 = np.asarray(ts0.action_mask)
-    no_legal = [i for i in range(mask0.shape[0]) if not _host_has_legal(act_space, mask0[i])]
-    _require(
-        not no_legal,
-        name,
-        "masks",
-        f"after reset, agent(s) {no_legal} have no legal action: {mask0.tolist()}",
-    )
-    _check_reset_timestep(name, ts0, obs_space)
-    actions0 = _legal_actions(act_space, mask0)
-    state1, ts1 = step_j(keys[1], state0, actions0, params)
-    states = [state0, state1]
-    state, ts = state1, ts1
-    for i, p in enumerate((other, params)):
-        state, ts = step_j(keys[2 + i], state, _legal_actions(act_space, ts.action_mask), p)
-        states.append(state)
-    reset_j(keys[4], other)
-    jax.block_until_ready((state, ts))
+    reset_j, step_j = _jit(reset), _jit(step)
+    keys = jax.random.split(key, 4)
+    actions = jax.ShapeDtypeStruct((env.num_agents, *act_space.shape), act_space.dtype)
+    state0, _ = jax.eval_shape(reset_j, keys[0], params)
+    state1, _ = jax.eval_shape(step_j, keys[1], state0, actions, params)
+    state2, _ = jax.eval_shape(step_j, keys[2], state1, actions, params)
+    jax.eval_shape(reset_j, keys[3], params)
 
     _require(
         traces["reset"] == 1,
         name,
         "jit traces once",
-        f"jit(reset) traced {traces['reset']} times for calls with new keys and new param values "
-        "(same shapes); shapes and Python control flow must not depend on params",
+        f"jit(reset) traced {traces['reset']} times for calls with new keys (same shapes); "
+        "shapes and Python control flow must not depend on params",
     )
     if traces["step"] != 1:
         diffs = [
             d
             for d in (
-                _signature_difference(states[0], states[1], with_weak_type=True),
-                _signature_difference(states[1], states[2], with_weak_type=True),
+                _signature_difference(state0, state1, with_weak_type=True),
+                _signature_difference(state1, state2, with_weak_type=True),
             )
             if d
         ]
@@ -666,85 +658,50 @@ def _check_trace_once(
             False,
             name,
             "jit traces once",
-            f"jit(step) traced {traces['step']} times for calls with new keys, new param values "
-            f"and states from reset and from step{hint}",
+            f"jit(step) traced {traces['step']} times for calls with new keys and states from "
+            f"reset and from step{hint}",
         )
     return {
-        "key_reset": keys[0],
-        "key_step": keys[1],
-        "reset": (state0, ts0),
-        "actions": actions0,
-        "step": (state1, ts1),
+        "reset": (reset_j, env.reset, (keys[0], params)),
+        "step": (step_j, env.step, (keys[1], state0, actions, params)),
     }
 
 
-def _check_reset_timestep(name: str, ts: TimeStep, obs_space: spaces.Space) -> None:
-    """Fail fast on the first reset (the rollout checks every reset again)."""
-    reward = np.asarray(ts.reward)
-    _require(
-        not np.any(reward != 0), name, "reset", f"reset must return zero rewards, got {reward}"
-    )
-    _require(
-        not bool(ts.terminated) and not bool(ts.truncated),
-        name,
-        "reset",
-        "the timestep returned by reset has terminated or truncated set",
-    )
-    inside = np.asarray(jax.vmap(obs_space.contains)(ts.obs))
-    bad = np.flatnonzero(~inside)
-    _require(
-        bad.size == 0,
-        name,
-        "observation space",
-        f"obs of agent {bad[0] if bad.size else None} is outside observation_space after reset: "
-        f"{np.asarray(ts.obs)[bad[0]].tolist() if bad.size else None}",
-    )
-
-
 def _check_retrace_determinism(
-    name: str, env: Environment, params: EnvParams, first: dict[str, Any]
+    name: str, env: Environment, params: EnvParams, act_space: spaces.Space, first: dict[str, Any]
 ) -> None:
-    """A freshly traced reset/step gives the same bits as the first trace (no trace-time RNG)."""
-    again = _jit(env.reset)(first["key_reset"], params)
-    diff = _first_difference(_to_host(first["reset"]), _to_host(again))
-    _require(
-        diff is None,
-        name,
-        "determinism",
-        f"reset with the same key differs between two traces in {diff}; all randomness must come "
-        "from the key (no numpy/Python RNG or mutable state on self)",
-    )
-    state0 = first["reset"][0]
-    again = _jit(env.step)(first["key_step"], state0, first["actions"], params)
-    diff = _first_difference(_to_host(first["step"]), _to_host(again))
-    _require(
-        diff is None,
-        name,
-        "determinism",
-        f"step with the same key differs between two traces in {diff}; all randomness must come "
-        "from the key (no numpy/Python RNG or mutable state on self)",
-    )
+    """A fresh trace of reset/step gives the same bits as the first (no trace-time randomness).
+
+    Two traces that lower to the same program give the same bits, so the programs' text is
+    compared first (tracing only); only if it differs are both compiled and run on the same
+    inputs (a different text may still compute the same values).
+    """
+    for what in ("reset", "step"):
+        traced, method, args = first[what]
+        fresh = _jit(method)
+        if _program_text(traced, args) == _program_text(fresh, args):
+            continue
+        inputs = _concrete_inputs(env, params, act_space, args) if what == "step" else args
+        diff = _first_difference(_to_host(traced(*inputs)), _to_host(fresh(*inputs)))
+        _require(
+            diff is None,
+            name,
+            "determinism",
+            f"{what} with the same key differs between two traces in {diff}; all randomness "
+            "must come from the key (no numpy/Python RNG or mutable state on self)",
+        )
 
 
-def _check_vmap_params(
-    name: str,
-    env: Environment,
-    params: EnvParams,
-    first: dict[str, Any],
-    sig: tuple[Any, TimeStep],
-) -> None:
-    """reset then step, vmapped over two stacked copies of `params` (one program)."""
-    stacked = jax.tree.map(lambda x: jnp.stack([x, x]), params)
-    key_reset, key_step, actions = first["key_reset"], first["key_step"], first["actions"]
+def _program_text(jitted: Any, args: tuple) -> str:
+    """The StableHLO text of `jitted` lowered for `args`, without the module's name."""
+    return re.sub(r"module @[\w.-]+", "module", jitted.lower(*args).as_text(), count=1)
 
-    def reset_step(p):
-        state, ts = env.reset(key_reset, p)
-        return (state, ts), env.step(key_step, state, actions, p)
 
-    after_reset, after_step = _jit(jax.vmap(reset_step))(stacked)
-    for when, out in (("reset", after_reset), ("step", after_step)):
-        _require_batched(name, "vmap over params", when, out, sig, 2)
-        _require_lanes_equal(name, when, out)
+def _concrete_inputs(env: Environment, params: EnvParams, act_space: spaces.Space, args: tuple):
+    """`step`'s arguments with values: the state and a legal action after `reset`."""
+    key, _, _, params = args
+    state, ts = _jit(env.reset)(key, params)
+    return key, state, _legal_actions(act_space, ts.action_mask), params
 
 
 def _require_batched(name: str, prop: str, when: str, out: Any, sig: Any, batch: int) -> None:
@@ -759,10 +716,19 @@ def _require_batched(name: str, prop: str, when: str, out: Any, sig: Any, batch:
     )
 
 
-def _require_lanes_equal(name: str, when: str, out: Any) -> None:
-    leaves, _ = jax.tree_util.tree_flatten_with_path(_to_host(out))
+def _check_vmap_lanes(
+    name: str, out: _RolloutOut, sig: tuple[Any, TimeStep], num_envs: int
+) -> _RolloutOut:
+    """The rollout's `num_envs + 1` lanes: batched reset timesteps and states have the unbatched
+    signatures with a leading axis, and the last lane (lane 0's key and params again) equals lane 0.
+    Returns the first `num_envs` lanes."""
+    batch = num_envs + 1
+    first = out.first.replace(extras={k: out.first.extras[k] for k in sig[1].extras})
+    _require_batched(name, "vmap over params", "reset", first, sig[1], batch)
+    _require_batched(name, "vmap over params", "step", out.last_state, sig[0], batch)
+    leaves, _ = jax.tree_util.tree_flatten_with_path(out)
     for path, leaf in leaves:
-        a, b = np.asarray(leaf)[0], np.asarray(leaf)[1]
+        a, b = np.asarray(leaf)[0], np.asarray(leaf)[-1]
         same = (
             np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
             if np.issubdtype(a.dtype, np.inexact)
@@ -772,9 +738,10 @@ def _require_lanes_equal(name: str, when: str, out: Any) -> None:
             same,
             name,
             "vmap over params",
-            f"{when} vmapped over two identical copies of params gives different results in "
-            f"{_path_str(path)}",
+            "the rollout vmapped over keys and params differs between two lanes with the same "
+            f"key and params in {_path_str(path)}",
         )
+    return jax.tree.map(lambda x: x[:num_envs], out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -842,17 +809,6 @@ def _finite(x: Array, axis: int | None) -> Array:
     """Elementwise (or reduced over `axis`) `isfinite`; always true for integer and bool dtypes."""
     ok = jnp.isfinite(x) if jnp.issubdtype(x.dtype, jnp.inexact) else jnp.ones(x.shape, bool)
     return ok if axis is None else jnp.all(ok, axis=axis)
-
-
-def _perturb(x: Array) -> Array:
-    """A different value with the same shape, dtype and weak type (for the retrace check)."""
-    if jnp.issubdtype(x.dtype, jnp.inexact):
-        return x * 0.5
-    if jnp.issubdtype(x.dtype, jnp.integer):
-        return x + 1
-    if x.dtype == jnp.bool_:
-        return jnp.logical_not(x)
-    return x
 
 
 def _leaf_signature(x: Any, with_weak_type: bool) -> tuple:

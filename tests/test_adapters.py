@@ -46,8 +46,8 @@ def test_importing_adapters_imports_neither_jaxmarl_nor_pettingzoo():
 # ------------------------------------------------------------------------- JaxMARL -> marljax
 
 
-# check_env compiles about six programs per env (15-30 s each for STORM and SMAX on a 2-core
-# CPU), so the default run checks two envs that cover the adapter's paths (padded heterogeneous
+# check_env compiles its rollout and traces reset/step per env (STORM's and SMAX's take long on a
+# 2-core CPU), so the default run checks two envs that cover the adapter's paths (padded heterogeneous
 # observations and agent types; int8 observations and an inner/outer episode clock); set
 # MARLJAX_SLOW_TESTS=1 to check all five (all pass).
 SLOW = pytest.mark.skipif(
