@@ -875,8 +875,11 @@ def fast_compile_options() -> dict[str, Any]:
 
 
 def fast_jit(fun: Any, **kwargs: Any) -> Any:
-    """`jax.jit` with `fast_compile_options()`: for programs that run a few steps (checks, tests),
-    where compile time is the cost. Keyword arguments go to `jax.jit`."""
+    """`jax.jit` with `fast_compile_options()`, for programs that run a few steps (checks, tests).
+
+    Where a program runs for a few steps, compile time is its cost. Keyword arguments go to
+    `jax.jit`.
+    """
     return jax.jit(fun, compiler_options=fast_compile_options(), **kwargs)
 
 
