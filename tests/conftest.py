@@ -30,7 +30,11 @@ def _xla_accepts(flag: str) -> bool:
     return proc.returncode == 0
 
 
+#: The XLA_FLAGS the run started with (before the compile-speed flags), for the few programs
+#: whose run time outweighs their compile time (e.g. the swarm notebook's large swarms).
+BASE_FLAGS_ENV = "MARLJAX_TEST_BASE_XLA_FLAGS"
 if _OPT_FLAG not in os.environ.get("XLA_FLAGS", ""):
+    os.environ[BASE_FLAGS_ENV] = os.environ.get("XLA_FLAGS", "")
     level = os.environ.get("MARLJAX_TEST_OPT_LEVEL", "0")
     flags = [f"{_OPT_FLAG}={level}"]
     if level == "0" and _xla_accepts(_EMITTER_FLAG):
@@ -79,19 +83,22 @@ def pytest_unconfigure(config):
 #: most tests first, so that no worker is left alone with a long file at the end of the run.
 #: `MARLJAX_TEST_FILE_TIMES=out.json pytest` writes every file's summed time to refresh this.
 SLOW_FILES = (
-    "test_conformance.py",
-    "test_notebooks.py",
     "test_crash_safety.py",
+    "test_notebooks.py",
+    "test_conformance.py",
     "test_distributed.py",
-    "test_rps_parity.py",
-    "test_determinism.py",
-    "test_data_parallel.py",
+    "test_cli.py",
+    "test_properties.py",
     "test_train.py",
-    "test_hasac.py",
-    "test_rps_population.py",
+    "test_rps_parity.py",
     "test_eval_loop.py",
+    "test_data_parallel.py",
+    "test_population.py",
+    "test_determinism.py",
+    "test_qlearning.py",
+    "test_rps_population.py",
+    "test_hasac.py",
     "test_policy_heads.py",
-    "test_offpolicy.py",
 )
 
 

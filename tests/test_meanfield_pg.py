@@ -54,7 +54,9 @@ def _evaluator(num_agents: int, num_envs: int, steps: int = EPISODE):
             greedy=False,  # compared with the untrained policy taken as random
         )
 
-    return jax.jit(run)
+    # The 10,000-agent episodes' run time outweighs compiling: LLVM level 1 instead of the suite's
+    # 0 (tests/conftest.py).
+    return jax.jit(run, compiler_options={"xla_backend_optimization_level": 1})
 
 
 @pytest.fixture(scope="module")
