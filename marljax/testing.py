@@ -233,7 +233,7 @@ def check_env(
     with _phase(name, "jit traces once"):
         first = _check_trace_once(name, env, params, key_trace, act_space)
     with _phase(name, "determinism of reset/step"):
-        _check_retrace_determinism(name, env, params, act_space, first)
+        _check_retrace_determinism(name, env, act_space, first)
 
     max_steps = getattr(params, "max_steps", None)
     _require(
@@ -668,7 +668,7 @@ def _check_trace_once(
 
 
 def _check_retrace_determinism(
-    name: str, env: Environment, params: EnvParams, act_space: spaces.Space, first: dict[str, Any]
+    name: str, env: Environment, act_space: spaces.Space, first: dict[str, Any]
 ) -> None:
     """A fresh trace of reset/step gives the same bits as the first (no trace-time randomness).
 
@@ -681,7 +681,7 @@ def _check_retrace_determinism(
         fresh = _jit(method)
         if _program_text(traced, args) == _program_text(fresh, args):
             continue
-        inputs = _concrete_inputs(env, params, act_space, args) if what == "step" else args
+        inputs = _concrete_inputs(env, act_space, args) if what == "step" else args
         diff = _first_difference(_to_host(traced(*inputs)), _to_host(fresh(*inputs)))
         _require(
             diff is None,
@@ -697,7 +697,7 @@ def _program_text(jitted: Any, args: tuple) -> str:
     return re.sub(r"module @[\w.-]+", "module", jitted.lower(*args).as_text(), count=1)
 
 
-def _concrete_inputs(env: Environment, params: EnvParams, act_space: spaces.Space, args: tuple):
+def _concrete_inputs(env: Environment, act_space: spaces.Space, args: tuple) -> tuple:
     """`step`'s arguments with values: the state and a legal action after `reset`."""
     key, _, _, params = args
     state, ts = _jit(env.reset)(key, params)

@@ -474,6 +474,19 @@ class TraceTimeRandomness(CountingEnv):
         return state, ts.replace(global_state=ts.global_state + self._traces)
 
 
+class TraceTimeRandomStep(CountingEnv):
+    """Like `TraceTimeRandomness`, in `step`: the kit must run both traces to see it."""
+
+    def __init__(self, num_agents: int = 2):
+        super().__init__(num_agents)
+        self._traces = 0
+
+    def step(self, key, state, actions, params):
+        self._traces += 1
+        state, ts = super().step(key, state, actions, params)
+        return state, ts.replace(global_state=ts.global_state + self._traces)
+
+
 class ShapeFromParams(CountingEnv):
     def reset(self, key, params):
         state, ts = super().reset(key, params)
@@ -501,6 +514,7 @@ class StateChangesShape(CountingEnv):
         (ExtrasOnlyAtStep, "extras"),
         (WeakTypedCounter, "jit traces once"),
         (TraceTimeRandomness, "determinism"),
+        (TraceTimeRandomStep, "determinism"),
         (ShapeFromParams, "signatures"),
         (StateChangesShape, "state constant over steps"),
     ],
