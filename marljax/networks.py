@@ -72,14 +72,17 @@ def orthogonal(scale: float = 1.0) -> Callable:
 def _gram_schmidt(a: Array) -> Array:
     """Orthonormal columns spanning those of `a` `[m, k]` (m >= k), positive diagonal of R."""
     _, k = a.shape
+    return jax.lax.fori_loop(0, k, _gram_schmidt_column, (a, jnp.zeros_like(a)))[1]
 
-    def body(j, q):
-        v = a[:, j]
-        for _ in range(2):  # re-orthogonalise once: CGS2
-            v = v - q @ (q.T @ v)
-        return q.at[:, j].set(v / jnp.linalg.norm(v))
 
-    return jax.lax.fori_loop(0, k, body, jnp.zeros_like(a))
+def _gram_schmidt_column(j: Array, carry: tuple[Array, Array]) -> tuple[Array, Array]:
+    """Column `j` of `_gram_schmidt`. A module-level loop body (`a` rides in the carry), so jax
+    traces it once per shape instead of once per initialised layer."""
+    a, q = carry
+    v = a[:, j]
+    for _ in range(2):  # re-orthogonalise once: CGS2
+        v = v - q @ (q.T @ v)
+    return a, q.at[:, j].set(v / jnp.linalg.norm(v))
 
 
 class MLP(nn.Module):
