@@ -418,15 +418,26 @@ class MemoryEstimate:
 
 
 def estimate_memory(
-    progs: Programs, trainer: Trainer, num_runs: int, num_updates: int, hparams: Any = None
+    progs: Programs,
+    trainer: Trainer,
+    num_runs: int,
+    num_updates: int,
+    hparams: Any = None,
+    check: Check | None = None,
 ) -> MemoryEstimate:
     """Compile the chunk program of `num_updates` updates for `num_runs` runs from shapes alone
-    and read XLA's memory analysis (nothing is allocated)."""
+    and read XLA's memory analysis (nothing is allocated). `check` (see `execute`) is called
+    between tracing and compiling."""
     hparams = trainer.agent.default_hparams() if hparams is None else hparams
     keys = jax.ShapeDtypeStruct((num_runs, 2), jnp.uint32)
     hps = jax.tree.map(lambda _: jax.ShapeDtypeStruct((num_runs,), jnp.float32), hparams)
     state = jax.eval_shape(progs.init, keys, hps)
-    compiled = progs.run(num_updates).lower(state, hps).compile()
+    lowered = progs.run(num_updates).lower(state, hps)
+    if check is not None:  # metrics [runs, updates, ...] -> one run's one update
+        check(
+            jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[2:], x.dtype), lowered.out_info[1])
+        )
+    compiled = lowered.compile()
     try:
         stats = compiled.memory_analysis()
     except (NotImplementedError, RuntimeError, AttributeError):
@@ -482,6 +493,9 @@ class Chunk:
 
 
 Callback = Callable[[Chunk], "bool | None"]
+#: `check(metrics)`: the shapes of one run's metrics of one update (`jax.ShapeDtypeStruct`s by
+#: name); raise to refuse the run.
+Check = Callable[[dict], None]
 
 
 @dataclasses.dataclass
@@ -514,6 +528,7 @@ def execute(
     runs_per_call: int | None = None,
     say: Callable[[str], None] | None = None,
     prepared: Callable[[], None] | None = None,
+    check: Check | None = None,
 ) -> Execution:
     """Train `R` runs of `trainer` (see the module docstring).
 
@@ -535,6 +550,9 @@ def execute(
       say: where to print notes (memory splits); default silent.
       prepared: called once the programs are compiled and the memory checked, before anything
         runs (e.g. to create a run directory only for a run that will start).
+      check: called once the chunk program is traced, before it is compiled, with the shapes
+        of one run's metrics of one update (`Check`); an exception it raises stops everything
+        (e.g. an unknown metric, too little host memory).
 
     Returns:
       An `Execution` (host numpy arrays, the same on every process).
@@ -567,7 +585,7 @@ def execute(
     progs = programs(trainer, mesh, layout, env_params)
     first_n = min(chunk, max(1, total - done))
     template = jax.tree.map(lambda x: x[0], hparams)
-    estimate = estimate_memory(progs, trainer, per_call, first_n, template)
+    estimate = estimate_memory(progs, trainer, per_call, first_n, template, check)
     budget = default_memory_budget(mesh) if max_memory_bytes is None else int(max_memory_bytes)
     per_run = estimate.bytes_per_run
     per_device = estimate.runs_per_device

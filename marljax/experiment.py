@@ -31,6 +31,7 @@ import dataclasses
 import datetime
 import importlib.metadata
 import json
+import math
 import os
 import subprocess
 import sys
@@ -336,8 +337,8 @@ class Built:
     hparams: Any  # stacked [G]
     settings: list[dict]
     trainer: Any
-    #: host bytes one run keeps between chunks: its state and every update's metrics.
-    host_bytes_per_run: int = 0
+    #: host bytes of one run's state (kept between chunks, with every update's metrics).
+    state_bytes_per_run: int = 0
 
 
 def build(exp: Experiment) -> Built:
@@ -359,37 +360,61 @@ def build(exp: Experiment) -> Built:
         )
         env, agent, trainer = pool.env, pool.agent, pool.trainer
     try:  # trace (not compile) the initial state: errors from inside the agent surface here
-        jax.eval_shape(trainer.init, jax.random.PRNGKey(0), exp.base_hparams, env_params)
+        state = jax.eval_shape(trainer.init, jax.random.PRNGKey(0), exp.base_hparams, env_params)
     except (ValueError, TypeError, KeyError) as err:
         raise cfg.ConfigError(
             f"Invalid configuration for {exp.algo} on {exp.env} (agent {exp.agent}): {err}"
         ) from err
-    state, metrics = _run_shapes(trainer, exp.base_hparams)
+    if exp.metric not in RUNNER_METRICS:  # any other metric: trace one update to look for it
+        check_metric(exp, _run_shapes(trainer, exp.base_hparams)[1])
+    hparams = sweep.stack_settings(exp.base_hparams, exp.settings)
+    return Built(
+        exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer,
+        _nbytes(state),
+    )  # fmt: skip
+
+
+#: metrics every trainer of `marljax.train.make_train` reports (`build` checks any other
+#: `Experiment.metric` by tracing one update).
+RUNNER_METRICS = ("episode_return", "episode_length", "env_steps")
+
+
+def check_metric(exp: Experiment, metrics: dict) -> None:
+    """Raise `ConfigError` naming the valid ones if `exp.metric` is not among `metrics`."""
     if exp.metric not in metrics:
         raise cfg.unknown_key_error(exp.metric, sorted(metrics), "metric")
-    hparams = sweep.stack_settings(exp.base_hparams, exp.settings)
-    nbytes = lambda tree: sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))  # noqa: E731
-    per_run = nbytes(state) + nbytes(metrics) * exp.train.num_updates
-    return Built(
-        exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer, per_run
-    )
 
 
-def check_host_memory(built: Built, available: int | None = None) -> None:
+def _nbytes(tree: Any) -> int:
+    return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
+
+
+def check_host_memory(
+    built: Built, available: int | None = None, metrics: dict | None = None
+) -> None:
     """Refuse `R = settings x seeds` runs whose states and metrics would not fit in the host's
     memory, before anything is allocated (e.g. `--seeds 2000000000`).
+
+    Args:
+      built: the experiment.
+      available: host bytes available (default: what the OS reports).
+      metrics: the shapes of one update's metrics of one run (what `marljax.execute.execute`
+        passes to its `check`); default: a lower bound, one float32 per `RUNNER_METRICS`
+        name (`run_experiment` checks again with the traced shapes before compiling).
 
     Raises:
       ConfigError: with the numbers and the knobs to turn.
     """
     exp = built.exp
+    per_update = 4 * len(RUNNER_METRICS) if metrics is None else _nbytes(metrics)
+    per_run = built.state_bytes_per_run + per_update * exp.train.num_updates
     runs = len(built.settings) * exp.seeds
-    need = runs * built.host_bytes_per_run
+    need = runs * per_run
     available = ex._host_available_bytes() if available is None else available
     if need > available:
         raise cfg.ConfigError(
             f"{len(built.settings)} setting(s) x {exp.seeds:,} seeds = {runs:,} runs keep about "
-            f"{ex.fmt_bytes(need)} on the host ({ex.fmt_bytes(built.host_bytes_per_run)} of "
+            f"{ex.fmt_bytes(need)} on the host ({ex.fmt_bytes(per_run)} of "
             f"state and metrics per run), more than the {ex.fmt_bytes(available)} available. "
             "Use fewer seeds or settings (several runs of the command), or fewer updates. "
             "Nothing was run or written."
@@ -518,7 +543,7 @@ def run_experiment(
     built = exp if isinstance(exp, Built) else build(exp)
     exp = built.exp
     _check_loggers(exp.log)
-    check_host_memory(built)
+    check_host_memory(built)  # before the keys of every run are allocated
     if jax.process_index() == 0:
         for note in schedule_notes(built):
             print(f"marljax: note: {note}", file=sys.stderr)
@@ -589,10 +614,15 @@ def run_experiment(
         prepared = None
         if run_dir is not None and resume is None:
             prepared = lambda: open_dir(stack)  # noqa: E731
+
+        def check(metrics: dict) -> None:  # traced, not yet compiled
+            check_metric(exp, metrics)
+            check_host_memory(built, metrics=metrics)
+
         out = ex.execute(
             built.trainer, keys, hparams, env_params=built.env_params, mesh=mesh,
             layout=exp.layout, pad=pad, chunk_updates=exp.updates_per_chunk, start=start,
-            callbacks=cbs, max_memory_bytes=max_memory_bytes, prepared=prepared,
+            callbacks=cbs, max_memory_bytes=max_memory_bytes, prepared=prepared, check=check,
             say=lambda m: print(f"marljax: {m}", file=sys.stderr),
         )  # fmt: skip
     metrics = _grid(out.metrics, G, S)
