@@ -15,6 +15,9 @@ defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 pe
 - public goods, 4 players, 10 rounds: none / direct punishment (two stages per round: contribute,
   see, punish; cost 1, fine 3) / reputation;
 - public goods, 3 players, 10 rounds: none / one third-party punisher (two stages);
+- repeated Prisoner's Dilemma, 2 players, 20 rounds (the paper's game): none / direct
+  punishment (two stages per round: move, see both moves, punish; cost 1, fine 3) / the same
+  two-stage rounds with cost and fine 0 (a placebo: the structure without the punishment);
 - Prisoner's Dilemma population of 4, 20 rounds: random partners (choice masked) / partner
   selection / partner selection with reputation;
 - the same mechanisms in a gridworld, the Coin Game (egocentric 3x3 views; cooperation = own-coin
@@ -33,6 +36,7 @@ import jax
 import numpy as np
 
 import marljax.envs.social  # noqa: F401  (registers social/*)
+from marljax.agents.base import Observation
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.experiment import Experiment, build, run_experiment
@@ -40,14 +44,20 @@ from marljax.train import TrainConfig
 
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family
 #: is its control; the first `P` agents are the players (P in the family's name)
-PG4, PG3, PD4 = "public goods (4)", "public goods (3)", "PD population (4)"
+PG4, PG3, PD2, PD4 = "public goods (4)", "public goods (3)", "PD (2)", "PD population (4)"
 CG2, CG4 = "Coin Game (2)", "Coin Game population (4)"
+#: the placebo of direct punishment: the same two-stage rounds, but punishing costs and fines 0
+NO_FINES = {"punish_cost": 0.0, "punish_fine": 0.0}
+NO_FINES_NAME = "two stages, no fines"
 CONDITIONS = [
     (PG4, "none", "social/public_goods-v0", {}, 10),
     (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
     (PG4, "reputation", "social/public_goods_reputation-v0", {}, 10),
     (PG3, "none", "social/public_goods-v0", {"num_agents": 3}, 10),
     (PG3, "third-party punishment", "social/public_goods_third_party_2stage-v0", {}, 10),
+    (PD2, "none", "social/ipd-v0", {}, 20),
+    (PD2, "direct punishment", "social/ipd_punishment_2stage-v0", {}, 20),
+    (PD2, NO_FINES_NAME, "social/ipd_punishment_2stage-v0", NO_FINES, 20),
     (PD4, "random partners", "social/ipd_partner_selection-v0", {"random_partners": True}, 20),
     (PD4, "partner selection", "social/ipd_partner_selection-v0", {}, 20),
     (PD4, "selection + reputation", "social/ipd_partner_reputation-v0", {}, 20),
@@ -94,8 +104,8 @@ def run_condition(
         out_dir=out,
         checkpoint=False,
     )
-    result = run_experiment(exp, progress=False)
     built = build(exp)
+    result = run_experiment(built, progress=False)
     hparams = jax.tree.map(lambda x: x[0], built.hparams)
     agent_states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # [S, ...]
 
@@ -106,7 +116,38 @@ def run_condition(
         )  # fmt: skip
 
     metrics = jax.jit(jax.vmap(evaluate))(agent_states, jax.random.split(key, seeds))
-    return {k: np.asarray(v) for k, v in metrics.items()}
+    out = {k: np.asarray(v) for k, v in metrics.items()}
+    if env_id == "social/ipd_punishment_2stage-v0":
+        out.update(punishment_response(built, agent_states, hparams, key))
+    return out
+
+
+def punishment_response(built, agent_states, hparams, key) -> dict[str, np.ndarray]:
+    """Off the equilibrium path: whom the trained players punish after each first-round outcome.
+
+    For every joint move of round 1 (C = 0, D = 1), the players are put on the punishment step
+    that follows it and act greedily; `punish/<mine><theirs>` `[S]` is the fraction of the two
+    seats that fine the other, e.g. `punish/CD`: a cooperator whose partner defected.
+    """
+    env, params, agent = built.env, built.env_params, built.agent
+    K = env.num_choices  # targets: the other player, or nobody (= 2)
+
+    def fines(agent_state, moves):  # [2] whether each seat fines the other after `moves`
+        state, _ = env.reset(key, params)
+        _, ts = env.step(key, state, moves * K + 2, params)  # now on the punishment step
+        obs = Observation(ts.obs[None], ts.action_mask[None], ts.global_state[None],
+                          np.zeros((1,), bool))  # fmt: skip
+        actions, _, _ = agent.act(agent_state, agent.initial_carry(1), obs, key, hparams,
+                                  greedy=True)  # fmt: skip
+        return actions[0] % K == np.array([1, 0])
+
+    probe = jax.jit(jax.vmap(fines, in_axes=(0, None)))
+    out = {}
+    for mine, theirs in [(0, 1), (0, 0), (1, 1), (1, 0)]:  # seat 0, then seat 1, makes `mine`
+        seat0 = probe(agent_states, np.array([mine, theirs]))[:, 0]
+        seat1 = probe(agent_states, np.array([theirs, mine]))[:, 1]
+        out[f"punish/{'CD'[mine]}{'CD'[theirs]}"] = (np.asarray(seat0, np.float32) + seat1) / 2
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     key = jax.random.PRNGKey(2026)
     control: dict[str, np.ndarray] = {}
+    rates: dict[tuple[str, str], np.ndarray] = {}
     print(f"{args.algo}, {args.seeds} seeds x {args.steps} env steps per condition")
     for family, name, env_id, options, rounds in CONDITIONS:
         if args.only and not any(s and s in family for s in args.only.split(",")):
@@ -135,12 +177,26 @@ def main(argv: list[str] | None = None) -> None:
         )
         if "social/punishment_rate" in m:
             line += f"  punishment rate {np.mean(m['social/punishment_rate']):.3f}"
+        punish = {k.split("/")[1]: float(np.mean(v)) for k, v in m.items() if "punish/" in k}
+        if punish:
+            line += "  fines after round 1 (mine, theirs): " + ", ".join(
+                f"{k} {v:.2f}" for k, v in punish.items()
+            )
         if family in control:
-            diff = rate[:, None] - control[family][None, :]
-            line += f"  P(> control) {np.mean(diff > 0) + 0.5 * np.mean(diff == 0):.2f}"
+            line += f"  P(> control) {p_greater(rate, control[family]):.2f}"
         else:
             control[family] = rate
         print(line, flush=True)
+        rates[family, name] = rate
+    if (PD2, NO_FINES_NAME) in rates and (PD2, "direct punishment") in rates:
+        p = p_greater(rates[PD2, "direct punishment"], rates[PD2, NO_FINES_NAME])
+        print(f"{PD2:>18} | P(direct punishment > {NO_FINES_NAME}) {p:.2f}")
+
+
+def p_greater(rate: np.ndarray, other: np.ndarray) -> float:
+    """P(a seed of `rate` cooperates more than a seed of `other`), ties counted half."""
+    diff = rate[:, None] - other[None, :]
+    return float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ MY_IDS = [
     "social/coin_game_third_party-v0",
     "social/coin_game_reputation-v0",
     "social/stag_hunt-v0",
+    "social/ipd-v0",
+    "social/ipd_punishment_2stage-v0",
 ]
 
 
@@ -459,6 +461,26 @@ def test_direct_punishment_two_stage():
         s, t = step(KEY, s, jnp.array([3, 3, 3]), p3)
         flags.append(bool(t.truncated))
     assert flags == [False, False, True]
+
+
+def test_repeated_pd_with_direct_punishment():
+    """The paper's game: a PD move step, then a punishment step that sees both moves."""
+    env, params = marljax.make("social/ipd_punishment_2stage-v0", num_rounds=1)
+    K = 3  # punish 0, 1 or nobody (2)
+    assert env.action_space(params).n == 2 * K
+    state, ts = env.reset(KEY, params)
+    # Move step: agent 0 defects (1), agent 1 cooperates (0): T = 5, S = 0, labelled.
+    state, ts = env.step(KEY, state, jnp.array([1 * K + 2, 0 * K + 2]), params)
+    np.testing.assert_allclose(ts.reward, [5.0, 0.0])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [False, True])
+    assert not bool(ts.terminated)
+    # Punishment step: the cooperator fines the defector (cost 1, fine 3); the round ends it.
+    state, ts = env.step(KEY, state, jnp.array([2, 0 * K + 0]), params)
+    np.testing.assert_allclose(ts.reward, [-3.0, -1.0])
+    np.testing.assert_array_equal(ts.extras["punishing"], [False, True])
+    assert bool(ts.terminated)
+    control, cparams = marljax.make("social/ipd-v0")
+    assert control.action_space(cparams).n == 2 and int(cparams.num_rounds) == 20
 
 
 def test_third_party_punishment_two_stage():

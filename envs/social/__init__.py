@@ -169,6 +169,23 @@ def make_coin_game_mechanism(mechanism: str = "punishment", grid_size: int = 3) 
     return wrappers[mechanism](game)
 
 
+def make_repeated_pd(punishment: bool = False) -> Environment:
+    """The repeated Prisoner's Dilemma with cooperation labels, optionally with direct punishment.
+
+    `MarkCooperation(MatrixGame(prisoners_dilemma(), num_rounds=20))` (cooperate = action 0;
+    R = 3, T = 5, S = 0, P = 1; each player observes the last joint action; `num_rounds` is a
+    traced params field). `punishment=True` wraps it
+    in two-stage `DirectPunishment` (Dasgupta & Musolesi 2025's setting: after each round of the
+    dilemma, each player sees both moves and may pay `punish_cost` (1) to fine the other
+    `punish_fine` (3)), so an episode of `num_rounds` rounds has `2 * num_rounds` steps.
+
+    Args:
+      punishment: add the punishment stage.
+    """
+    game = MarkCooperation(MatrixGame(prisoners_dilemma(), num_rounds=20, name="prisoners_dilemma"))
+    return DirectPunishment(game, two_stage=True) if punishment else game
+
+
 def make_repeated_stag_hunt() -> Environment:
     """The repeated Stag Hunt with cooperation labels (`MarkCooperation`, stag = action 0).
 
@@ -270,6 +287,18 @@ def _register_all() -> None:
         "neighbours, local observations, T = 1.25, S = -0.25, 20 rounds",
     )
     register(
+        "social/ipd-v0",
+        make_repeated_pd,
+        description="Repeated Prisoner's Dilemma (20 rounds) with cooperation labels",
+    )
+    register(
+        "social/ipd_punishment_2stage-v0",
+        make_repeated_pd,
+        kwargs={"punishment": True},
+        description="Repeated Prisoner's Dilemma, 20 rounds of a move step then a punishment "
+        "step (pay 1 to fine the other 3)",
+    )
+    register(
         "social/stag_hunt-v0",
         make_repeated_stag_hunt,
         description="Repeated Stag Hunt (10 rounds) with cooperation labels for social metrics",
@@ -312,6 +341,7 @@ __all__ = [
     "make_public_goods_punishment",
     "make_public_goods_reputation",
     "make_public_goods_third_party",
+    "make_repeated_pd",
     "make_repeated_stag_hunt",
     "public_goods_payoff",
     "spatial_pd_payoff",
