@@ -17,7 +17,8 @@ defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 pe
 - public goods, 3 players, 10 rounds: none / one third-party punisher (two stages);
 - repeated Prisoner's Dilemma, 2 players, 20 rounds (the paper's game): none / direct
   punishment (two stages per round: move, see both moves, punish; cost 1, fine 3) / the same
-  two-stage rounds with cost and fine 0 (a placebo: the structure without the punishment);
+  two-stage rounds with cost and fine 0 (a placebo: the structure without the punishment); and
+  both two-stage conditions again with the learner counted in rounds (`PER_ROUND`);
 - Prisoner's Dilemma population of 4, 20 rounds: random partners (choice masked) / partner
   selection / partner selection with reputation;
 - the same mechanisms in a gridworld, the Coin Game (egocentric 3x3 views; cooperation = own-coin
@@ -49,6 +50,11 @@ CG2, CG4 = "Coin Game (2)", "Coin Game population (4)"
 #: the placebo of direct punishment: the same two-stage rounds, but punishing costs and fines 0
 NO_FINES = {"punish_cost": 0.0, "punish_fine": 0.0}
 NO_FINES_NAME = "two stages, no fines"
+#: the same two conditions with the learner counted in rounds as in the one-stage control: a
+#: two-stage round is two env steps, so these get twice the env steps, exploration schedule,
+#: replay buffer and sequence length, and the square root of the control's per-step discount
+PUNISH_PER_ROUND, NO_FINES_PER_ROUND = "punishment, per round", "no fines, per round"
+PER_ROUND = (PUNISH_PER_ROUND, NO_FINES_PER_ROUND)
 CONDITIONS = [
     (PG4, "none", "social/public_goods-v0", {}, 10),
     (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
@@ -58,6 +64,8 @@ CONDITIONS = [
     (PD2, "none", "social/ipd-v0", {}, 20),
     (PD2, "direct punishment", "social/ipd_punishment_2stage-v0", {}, 20),
     (PD2, NO_FINES_NAME, "social/ipd_punishment_2stage-v0", NO_FINES, 20),
+    (PD2, PUNISH_PER_ROUND, "social/ipd_punishment_2stage-v0", {}, 20),
+    (PD2, NO_FINES_PER_ROUND, "social/ipd_punishment_2stage-v0", NO_FINES, 20),
     (PD4, "random partners", "social/ipd_partner_selection-v0", {"random_partners": True}, 20),
     (PD4, "partner selection", "social/ipd_partner_selection-v0", {}, 20),
     (PD4, "selection + reputation", "social/ipd_partner_reputation-v0", {}, 20),
@@ -89,10 +97,26 @@ SETTINGS = {
 
 
 def run_condition(
-    algo: str, env_id: str, options: dict, seeds: int, steps: int, out: str, key: jax.Array
+    algo: str,
+    env_id: str,
+    options: dict,
+    seeds: int,
+    steps: int,
+    out: str,
+    key: jax.Array,
+    per_round: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Train `seeds` runs in one program; the trained policies' social metrics per seed."""
+    """Train `seeds` runs in one program; the trained policies' social metrics per seed.
+    `per_round`: two env steps per round, learner scaled to match (`PER_ROUND`)."""
     agent, hparams = SETTINGS[algo]
+    if per_round:
+        steps *= 2
+        hparams = {**hparams, "gamma": 0.99**0.5}
+        if "eps_anneal_steps" in hparams:
+            hparams["eps_anneal_steps"] *= 2
+        for field in ("sequence_len", "buffer_size"):
+            if field in agent:
+                agent = {**agent, field: 2 * agent[field]}
     exp = Experiment(
         algo=algo,
         env=env_id,
@@ -165,7 +189,9 @@ def main(argv: list[str] | None = None) -> None:
     for family, name, env_id, options, rounds in CONDITIONS:
         if args.only and not any(s and s in family for s in args.only.split(",")):
             continue
-        m = run_condition(args.algo, env_id, options, args.seeds, args.steps, args.out, key)
+        m = run_condition(
+            args.algo, env_id, options, args.seeds, args.steps, args.out, key, name in PER_ROUND
+        )
         rate = m["social/cooperation_rate"]
         mean, low, high = bootstrap_ci(key, rate)
         players = int(family.split("(")[1][0])
@@ -188,9 +214,10 @@ def main(argv: list[str] | None = None) -> None:
             control[family] = rate
         print(line, flush=True)
         rates[family, name] = rate
-    if (PD2, NO_FINES_NAME) in rates and (PD2, "direct punishment") in rates:
-        p = p_greater(rates[PD2, "direct punishment"], rates[PD2, NO_FINES_NAME])
-        print(f"{PD2:>18} | P(direct punishment > {NO_FINES_NAME}) {p:.2f}")
+    for punish, placebo in [("direct punishment", NO_FINES_NAME), PER_ROUND]:
+        if (PD2, punish) in rates and (PD2, placebo) in rates:
+            p = p_greater(rates[PD2, punish], rates[PD2, placebo])
+            print(f"{PD2:>18} | P({punish} > {placebo}) {p:.2f}")
 
 
 def p_greater(rate: np.ndarray, other: np.ndarray) -> float:
