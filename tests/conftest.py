@@ -83,22 +83,24 @@ def pytest_unconfigure(config):
 #: most tests first, so that no worker is left alone with a long file at the end of the run.
 #: `MARLJAX_TEST_FILE_TIMES=out.json pytest` writes every file's summed time to refresh this.
 SLOW_FILES = (
-    "test_crash_safety.py",
     "test_notebooks.py",
+    "test_crash_safety.py",
     "test_conformance.py",
+    "test_rps_parity.py",
     "test_distributed.py",
-    "test_cli.py",
     "test_properties.py",
     "test_train.py",
-    "test_rps_parity.py",
-    "test_eval_loop.py",
     "test_data_parallel.py",
-    "test_population.py",
-    "test_determinism.py",
-    "test_qlearning.py",
-    "test_rps_population.py",
+    "test_cli.py",
     "test_hasac.py",
+    "test_eval_loop.py",
+    "test_rps_population.py",
+    "test_population.py",
+    "test_meanfield_pg.py",
     "test_policy_heads.py",
+    "test_swarm.py",
+    "test_qlearning.py",
+    "test_determinism.py",
 )
 
 
