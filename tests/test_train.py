@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,10 +135,22 @@ def test_checkpoint_resume_equals_uninterrupted(tmp_path, climbing):
     resumed, m_resumed = run(restored, hp, None, 2)
     assert tree_equal(straight, resumed), "resumed run differs from the uninterrupted run"
     assert tree_equal(m_straight, m_resumed)
-    # The fused whole run (one call) equals the chunked run (same step function, same carry).
+    # The fused whole run (one call) equals the chunked run (same step function, same carry):
+    # bit for bit with XLA's default flags. The suite's compile-speed flags (LLVM -O0 with the
+    # older loop emitters, tests/conftest.py) fuse the two programs differently and, on an
+    # AVX-512 CPU, rounded one of 144 Adam moments 1 ulp apart (the parameters were equal).
     fused, _ = jax.jit(climbing.train)(jax.random.PRNGKey(7), hp)
     chunked, _ = run(s0, hp, None, TINY_RUN.num_updates)
-    assert tree_equal(fused, chunked)
+    if "--xla_backend_optimization_level=0" in os.environ.get("XLA_FLAGS", ""):
+        for x, y in zip(jax.tree.leaves(fused), jax.tree.leaves(chunked), strict=True):
+            x, y = np.asarray(x), np.asarray(y)
+            if np.issubdtype(x.dtype, np.floating):
+                np.testing.assert_array_max_ulp(x, y, maxulp=2)
+            else:
+                assert np.array_equal(x, y)
+        assert tree_equal(fused.agent_state.actor_params, chunked.agent_state.actor_params)
+    else:
+        assert tree_equal(fused, chunked)
 
 
 def test_progress_callback_reports_every_update_and_changes_nothing(climbing, seeds_train):
