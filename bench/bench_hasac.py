@@ -12,6 +12,8 @@
    (HARL's 0.05 gradient steps per transition: 20 envs x 1 step per vector step, here
    `utd_ratio = 8 / 20`), `hasac_critic_only` (the actors never step after the first gradient
    step) and `hasac_rollout_only` (warm-up never ends: acting, env steps and replay writes only).
+   `mappo_paper_mpe`: MAPPO at its paper's MPE setting (Yu et al. 2022: 128 envs, 10 epochs of
+   one minibatch), which does 2.5x the learner work per env step of `mappo` (4 epochs).
 2. Compile time (`jax.jit(agent.update).lower(...)` + `.compile()`, wall seconds) of ONE
    learner update (replay add of an 8 x 25 rollout + 25 gradient steps, batch 64) on simple
    spread with A = 2, 4, 8, 16 agents (and as many landmarks), for HASAC and, for contrast,
@@ -20,7 +22,8 @@
    the table prints each compile time relative to A = 2 and the StableHLO size as a
    machine-independent check (it grows only through the array shapes, not the op count).
 3. Floating-point work per env step (XLA's cost analysis of the compiled programs, so the same on
-   every machine) of MAPPO and of HASAC at HARL's update ratio, and the env-steps/s ratio the two
+   every machine) of MAPPO (marljax's defaults and its paper's MPE setting) and of HASAC at
+   HARL's update ratio, and the env-steps/s ratio the two
    would have at equal FLOP throughput. MAPPO: one epoch's update per transition (the slope
    between rollouts of 25 and 50 steps, so the rollout's loop body, counted once by XLA, cancels)
    times `num_epochs`. HASAC: (critic step + MASAC's actor step) per gradient step, times the
@@ -57,14 +60,21 @@ AGENT_COUNTS = (2, 4, 8, 16)
 
 
 def _task(updates: int) -> str:
-    return f"train simple_spread_continuous (A=3, E={NUM_ENVS}, T={ROLLOUT}, {updates} updates)"
+    return f"train simple_spread_continuous (A=3, T={ROLLOUT}, {updates} updates)"
 
 
-#: HASAC variants of the throughput case: `SACConfig` overrides (`None`: MAPPO). The last three
-#: split the time of `hasac`: rollout and replay only (learning never starts), the critic alone
-#: (the actors step once, at the first gradient step), and HARL's published update ratio.
+#: MAPPO at the setting of its paper for MPE (Yu et al. 2022, the `train_mpe.sh` of its code:
+#: 128 rollout threads x 25 steps, 10 PPO epochs of one minibatch, hidden size 64): `PPOConfig`
+#: overrides and its number of envs.
+MAPPO_PAPER = ({"num_epochs": 10, "num_minibatches": 1}, 128)
+
+#: Variants of the throughput case: `SACConfig` overrides for HASAC, or `("ppo", PPOConfig
+#: overrides, num_envs)` for MAPPO. The last three split the time of `hasac`: rollout and replay
+#: only (learning never starts), the critic alone (the actors step once, at the first gradient
+#: step), and HARL's published update ratio.
 VARIANTS = {
-    "mappo": None,
+    "mappo": ("ppo", {}, NUM_ENVS),
+    "mappo_paper_mpe": ("ppo", *MAPPO_PAPER),
     "hasac": {},
     "masac": {"sequential": False},
     "hasac_harl_ratio": {"utd_ratio": NUM_ENVS / 20},
@@ -76,17 +86,21 @@ VARIANTS = {
 def _throughput(name: str, opts: Options) -> list[Result]:
     updates = 4 if opts.quick else 40
     env, params = marljax.make(ENV)
-    if VARIANTS[name] is None:
-        agent, hp = make_ppo(MAPPO, env, params), PPOHParams()
+    variant, num_envs = VARIANTS[name], NUM_ENVS
+    if isinstance(variant, tuple):
+        _, overrides, num_envs = variant
+        agent = make_ppo(dataclasses.replace(MAPPO, **overrides), env, params)
+        hp = PPOHParams()
     else:
-        agent = make_sac(dataclasses.replace(HASAC, **VARIANTS[name]), env, params)
+        agent = make_sac(dataclasses.replace(HASAC, **variant), env, params)
         hp = SACHParams()
-    cfg = TrainConfig(NUM_ENVS, ROLLOUT, NUM_ENVS * ROLLOUT * updates)
+    cfg = TrainConfig(num_envs, ROLLOUT, num_envs * ROLLOUT * updates)
     trainer = make_train(cfg, env, agent, params)
     t = timed(
         trainer.train, jax.random.PRNGKey(0), hp, repeats=opts.repeats, first_call=opts.first_call
     )
-    return [t.result(_task(updates), name, cfg.num_updates * cfg.steps_per_update)]
+    steps = cfg.num_updates * cfg.steps_per_update
+    return [t.result(_task(updates), name, steps, notes={"num_envs": num_envs})]
 
 
 for _name in VARIANTS:
@@ -176,6 +190,7 @@ def flops_per_env_step(opts: Options) -> list[Result]:
 
     per_epoch = (mappo_train_flops(2 * ROLLOUT) - mappo_train_flops(ROLLOUT)) / (NUM_ENVS * ROLLOUT)
     mappo = MAPPO.num_epochs * per_epoch
+    mappo_paper = MAPPO_PAPER[0]["num_epochs"] * per_epoch
 
     cfg = dataclasses.replace(HASAC, **VARIANTS["hasac_harl_ratio"])
     model = make_sac_model(cfg, env, params)
@@ -200,6 +215,14 @@ def flops_per_env_step(opts: Options) -> list[Result]:
         ),
         Result(
             task,
+            "mappo_paper_mpe",
+            float("nan"),
+            float("nan"),
+            1,
+            notes={"mflop_per_env_step": mappo_paper / 1e6},
+        ),
+        Result(
+            task,
             "hasac_harl_ratio",
             float("nan"),
             float("nan"),
@@ -216,16 +239,20 @@ def flops_per_env_step(opts: Options) -> list[Result]:
 
 def _flops_table(results: list[Result]) -> str:
     rows = {r.framework: r.notes for r in results if r.task.startswith("FLOPs per env step")}
-    if set(rows) != {"mappo", "hasac_harl_ratio"}:
+    if not {"mappo", "mappo_paper_mpe", "hasac_harl_ratio"} <= set(rows):
         return ""
-    m, h = rows["mappo"]["mflop_per_env_step"], rows["hasac_harl_ratio"]["mflop_per_env_step"]
+    m, p = rows["mappo"]["mflop_per_env_step"], rows["mappo_paper_mpe"]["mflop_per_env_step"]
+    h = rows["hasac_harl_ratio"]["mflop_per_env_step"]
+    epochs = MAPPO_PAPER[0]["num_epochs"]
     return "\n".join(
         [
             "",
-            "| learner | MFLOP per env step | env steps/s ratio at equal FLOP/s |",
+            "| learner | MFLOP per env step | HASAC's env steps/s ratio to it at equal FLOP/s |",
             "|---|---:|---:|",
-            f"| mappo ({MAPPO.num_epochs} epochs) | {m:.2f} | 1.00x |",
-            f"| hasac_harl_ratio (at least) | {h:.2f} | {m / h:.2f}x |",
+            f"| mappo ({MAPPO.num_epochs} epochs x {MAPPO.num_minibatches} minibatches) | {m:.2f} "
+            f"| {m / h:.2f}x |",
+            f"| mappo_paper_mpe ({epochs} epochs x 1 minibatch) | {p:.2f} | {p / h:.2f}x |",
+            f"| hasac_harl_ratio (at least) | {h:.2f} | 1.00x |",
         ]
     )
 

@@ -12,6 +12,7 @@ as QR with the sign correction.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -117,6 +118,38 @@ class MLP(nn.Module):
                 bias_init=nn.initializers.zeros,
             )(x)
         return x
+
+
+def mlp_first_layer(params: Any, x: Array, rows: slice = slice(None)) -> Array:
+    """An `MLP`'s first layer, `x @ W0[rows] + b0` (the bias only if `rows` starts at 0).
+
+    With `mlp_from_first_layer` this splits the MLP of a concatenated input `[x_a, x_b]` into
+    `x_a @ W0[:n] + b0` and `x_b @ W0[n:]`, so a part that many calls share is computed once
+    (e.g. the global state in a critic of many candidate joint actions).
+    """
+    dense = params["params"]["Dense_0"]
+    out = x @ dense["kernel"][rows]
+    return out + dense["bias"] if rows.start in (None, 0) else out
+
+
+def mlp_from_first_layer(module: MLP, params: Any, pre: Array) -> Array:
+    """`module.apply(params, x)` given its first layer's output `pre = x @ W0 + b0`
+    (`mlp_first_layer`): the activation, the further layers and the output layer."""
+    if not module.hidden_sizes:
+        raise ValueError("an MLP without hidden layers has no first layer to split")
+    p = params["params"]
+    act = activation(module.activation)
+    x = pre
+    for k in range(len(module.hidden_sizes)):
+        if k:
+            x = x @ p[f"Dense_{k}"]["kernel"] + p[f"Dense_{k}"]["bias"]
+        if module.layer_norm:
+            x = nn.LayerNorm().apply({"params": p[f"LayerNorm_{k}"]}, x)
+        x = act(x)
+    if module.out_dim is not None:
+        last = p[f"Dense_{len(module.hidden_sizes)}"]
+        x = x @ last["kernel"] + last["bias"]
+    return x
 
 
 class RecurrentCore(nn.Module):

@@ -366,6 +366,25 @@ def test_short_continuous_run_through_the_registry():
     assert spec_masac.config_cls(**spec_masac.config_defaults).sequential is False
 
 
+@pytest.mark.parametrize("env_id", ["particle/simple_spread_continuous-v0", "matrix/climbing-v0"])
+def test_critic_split_at_the_global_state_equals_the_critic(env_id):
+    """The actor step's critic (the global state's first-layer part computed once, the joint
+    action's per agent) gives the critics' values."""
+    from marljax.agents.sac.networks import make_sac_model
+
+    env, params = marljax.make(env_id)
+    model = make_sac_model(SACConfig(hidden_sizes=(16, 16)), env, params)
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    z = jnp.zeros((1, model.state_space.flat_dim + model.num_agents * model.nets.act_dim))
+    critic = jax.vmap(model.nets.critic.init, in_axes=(0, None))(jax.random.split(k1), z)
+    gs = jax.random.normal(k2, (8, model.state_space.flat_dim))
+    feats = jax.random.normal(k3, (8, model.num_agents, model.nets.act_dim))
+    want = model.critic_apply(critic, gs, feats)
+    got = model.critic_apply_split(critic, model.critic_state_part(critic, gs), feats)
+    assert got.shape == want.shape == (2, 8)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
 def test_used_entries_only_counts_the_roles_own_action_entries():
     """Speaker-listener: the speaker reads entries 0-2, the listener 1-4. With
     `used_entries_only`, log-probs ignore the other entries, the default target entropy is

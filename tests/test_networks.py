@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from marljax import distributions
-from marljax.networks import RecurrentCore, orthogonal
+from marljax.networks import MLP, RecurrentCore, mlp_first_layer, mlp_from_first_layer, orthogonal
 
 
 @pytest.mark.parametrize("shape", [(18, 64), (64, 64), (64, 7), (3, 4, 5)])
@@ -174,3 +174,23 @@ def test_conv_equals_flax_conv_with_the_same_parameters(kernel_size):
     np.testing.assert_allclose(ours.apply(params, x), flax_conv.apply(params, x), atol=1e-5)
     with pytest.raises(ValueError, match="odd kernel_size"):
         Conv(5, 2).init(jax.random.PRNGKey(1), x)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_mlp_from_its_first_layer_equals_the_mlp(layer_norm):
+    """The split MLP (first layer, then the rest) is the MLP: bit for bit unsplit, and to float
+    rounding with the first layer's input split in two parts (as SAC's actor step splits the
+    critic's global state from the joint action)."""
+    mlp = MLP((16, 8), "relu", 1, 1.0, layer_norm)
+    x = jax.random.normal(jax.random.PRNGKey(0), (32, 12))
+    params = mlp.init(jax.random.PRNGKey(1), x)
+    want = mlp.apply(params, x)
+    got = mlp_from_first_layer(mlp, params, mlp_first_layer(params, x))
+    assert np.array_equal(np.asarray(got), np.asarray(want))
+    parts = mlp_first_layer(params, x[:, :9], slice(0, 9)) + mlp_first_layer(
+        params, x[:, 9:], slice(9, None)
+    )
+    split = mlp_from_first_layer(mlp, params, parts)
+    np.testing.assert_allclose(np.asarray(split), np.asarray(want), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="no first layer"):
+        mlp_from_first_layer(MLP((), "relu", 1), params, x)

@@ -110,16 +110,18 @@ def critic_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, da
     return state, metrics
 
 
-def agent_actor_loss(model: SACModel, p_i, i, x_i, mask_i, joint, alpha_i, state, gs, key):
+def agent_actor_loss(model: SACModel, p_i, i, x_i, mask_i, joint, alpha_i, state, pre, key):
     """Agent `i`'s soft policy loss against the critics at `joint [B, A, F]` with its slot set to
-    its own actions (all of them, discrete; a reparameterised sample, continuous).
+    its own actions (all of them, discrete; a reparameterised sample, continuous). `pre`: the
+    critics' part of the global state, `model.critic_state_part` (`[2, B, H]`, shared by the
+    agents' losses).
 
     Returns `(loss, mean log-probability)`.
     """
     out = model.nets.actor.apply(p_i, x_i)
 
-    def q_of(g, feats):
-        q = model.critic_apply(state.critic_params, g, feats).min(0)
+    def q_of(part, feats):
+        q = model.critic_apply_split(state.critic_params, part, feats).min(0)
         return losses.unstandardize(state.value_norm, q) if model.config.value_norm else q
 
     if model.discrete:
@@ -128,15 +130,15 @@ def agent_actor_loss(model: SACModel, p_i, i, x_i, mask_i, joint, alpha_i, state
         eye = jnp.eye(F)[:, None, :]  # every own action, for the exact expectation
         cand = jnp.broadcast_to(joint, (F, *joint.shape))
         cand = cand.at[:, :, i].set(jnp.broadcast_to(eye, (F, joint.shape[0], F)))
-        q = q_of(jnp.broadcast_to(gs, (F, *gs.shape)), cand)  # [N, B]
-        return sloss.discrete_actor_loss(logits, mask_i, q.T, alpha_i)
+        q = q_of(jnp.broadcast_to(pre[:, None], (pre.shape[0], F, *pre.shape[1:])), cand)
+        return sloss.discrete_actor_loss(logits, mask_i, q.T, alpha_i)  # q: [N, B]
     a, logp = model.policy(out, model.entries(i)).sample_and_log_prob(seed=key)
     return sloss.gaussian_actor_loss(
-        logp, q_of(gs, joint.at[:, i].set(model.features(a, i))), alpha_i
+        logp, q_of(pre, joint.at[:, i].set(model.features(a, i))), alpha_i
     )
 
 
-def sequential_actor_step(model, state, x, mask, gs, joint, alpha, hp, keys, data_axis):
+def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, data_axis):
     """HASAC: agents updated one after the other in `agent_order`, each against the joint action
     holding the NEW actions of the agents updated before it (a `lax.scan` over the order).
 
@@ -151,7 +153,7 @@ def sequential_actor_step(model, state, x, mask, gs, joint, alpha, hp, keys, dat
     grad_fn = jax.value_and_grad(
         lambda p_i, i, joint, k: agent_actor_loss(
             model, p_i, i, x[:, i], mask[:, i] if model.discrete else None, joint, alpha[i],
-            state, gs, k,
+            state, pre, k,
         ),
         has_aux=True,
     )  # fmt: skip
@@ -183,7 +185,7 @@ def sequential_actor_step(model, state, x, mask, gs, joint, alpha, hp, keys, dat
     return params, opt_state, loss_a, logp_a, visited
 
 
-def simultaneous_actor_step(model, state, x, mask, gs, joint, alpha, hp, key, data_axis):
+def simultaneous_actor_step(model, state, x, mask, pre, joint, alpha, hp, key, data_axis):
     """MASAC: every agent updated at once against the joint action of the current policies.
 
     Returns `(actor params, optimiser state, loss [A], mean log-prob [A], agents [A])`.
@@ -195,7 +197,9 @@ def simultaneous_actor_step(model, state, x, mask, gs, joint, alpha, hp, key, da
         p_i = model.slice_agent(state.actor_params, i)
         mask_i = mask[:, i] if model.discrete else None
         (loss, mean_logp), g = jax.value_and_grad(
-            lambda p: agent_actor_loss(model, p, i, x[:, i], mask_i, joint, alpha[i], state, gs, k),
+            lambda p: agent_actor_loss(
+                model, p, i, x[:, i], mask_i, joint, alpha[i], state, pre, k
+            ),
             has_aux=True,
         )(p_i)
         return g, loss, mean_logp
@@ -229,15 +233,16 @@ def actor_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, dat
     key_order, key_joint, key_scan = jax.random.split(key, 3)
     x = model.inputs(batch["obs"])  # [B, A, D_in]
     mask = batch["mask"]
-    gs = model.state_inputs(batch["state"])
+    # the critics' global-state part, once for every agent's loss (the critics do not change here)
+    pre = model.critic_state_part(state.critic_params, model.state_inputs(batch["state"]))
     a0, _ = model.sample_all(state.actor_params, x, mask, key_joint)
     joint = jax.lax.stop_gradient(model.features(a0))  # [B, A, F]
     if model.config.sequential:
         keys = (key_order, key_scan)
-        out = sequential_actor_step(model, state, x, mask, gs, joint, alpha, hp, keys, data_axis)
+        out = sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, data_axis)
     else:
         out = simultaneous_actor_step(
-            model, state, x, mask, gs, joint, alpha, hp, key_scan, data_axis
+            model, state, x, mask, pre, joint, alpha, hp, key_scan, data_axis
         )
     params, opt_state, loss_a, logp_a, visited = out
     metrics = {

@@ -14,7 +14,7 @@ from marljax.agents import common, heads
 from marljax.agents.sac.config import LOG_STD_MAX, LOG_STD_MIN, SACConfig, SACHParams, SACState
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import MLP
+from marljax.networks import MLP, mlp_first_layer, mlp_from_first_layer
 
 Array = jax.Array
 
@@ -162,6 +162,25 @@ class SACModel:
         flat = feats.reshape(*feats.shape[:-2], self.num_agents * self.nets.act_dim)
         z = jnp.concatenate([gs, flat], axis=-1)
         return jax.vmap(self.nets.critic.apply, in_axes=(0, None))(params, z)[..., 0]
+
+    def critic_state_part(self, params: Any, gs: Array) -> Array:
+        """`[2, ..., H]` the twin critics' first layer on the global state alone (`gs @ W_s + b`):
+        the part of `critic_apply` that does not depend on the actions (`critic_apply_split`)."""
+        rows = slice(0, gs.shape[-1])
+        return jax.vmap(lambda p: mlp_first_layer(p, gs, rows))(params)
+
+    def critic_apply_split(self, params: Any, state_part: Array, feats: Array) -> Array:
+        """`critic_apply` from `critic_state_part`'s `[2, ..., H]` and joint features
+        `[..., A, F]`: the actor step computes the state's part once and reuses it for every
+        agent's loss (one first-layer product of `S + A F` inputs becomes one of `A F`)."""
+        flat = feats.reshape(*feats.shape[:-2], self.num_agents * self.nets.act_dim)
+        rows = slice(-flat.shape[-1], None)
+
+        def one(p, pre):
+            z = pre + mlp_first_layer(p, flat, rows)
+            return mlp_from_first_layer(self.nets.critic, p, z)
+
+        return jax.vmap(one)(params, state_part)[..., 0]
 
     def to_unit(self, a: Array) -> Array:
         """Env-unit actions -> `[-1, 1]`."""
