@@ -1,4 +1,4 @@
-"""HASAC vs MASAC on the climbing and penalty (k = 100) games: fraction of seeds at the optimum.
+"""HASAC vs MASAC on climbing, penalty (k=100) and anti-coordination games: seeds at the optimum.
 
 Games from C. Claus and C. Boutilier, "The dynamics of reinforcement learning in cooperative
 multiagent systems", AAAI 1998 (common payoff): climbing `[[11, -30, 0], [-30, 7, 0], [0, 6, 5]]`,
@@ -11,6 +11,7 @@ Reported: successes / seeds with a 95% Wilson score interval (Wilson 1927). Ever
 (game, algorithm) pair trains in one compiled program.
 
     python baselines/hasac_matrix.py [--seeds 16] [--updates 300] [--alpha 0.05] [--actor-lr 3e-3]
+        [--games climbing,penalty_k100,anticoordination]
 """
 
 from __future__ import annotations
@@ -21,13 +22,20 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import marljax
 from marljax.agents.base import Observation
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
+from marljax.envs.matrix.matrix_game import MatrixGame
 from marljax.train import TrainConfig, broadcast_hparams, make_train, sweep
 
-GAMES = {"climbing": 11.0, "penalty_k100": 10.0}  # env name -> optimal common payoff
+GAMES = {"climbing": 11.0, "penalty_k100": 10.0, "anticoordination": 1.0}  # -> optimal payoff
+#: A common-payoff 2x2 game paid 1 when the two actions differ: from a start where both agents
+#: lean to the same action, each one's best response to the other's current policy is to switch,
+#: so simultaneous large steps switch both (and miscoordinate again) where sequential steps let
+#: the second agent answer the first one's new policy.
+ANTICOORDINATION = np.array([[0.0, 1.0], [1.0, 0.0]], np.float32)
 AGENT = dict(
     hidden_sizes=(32,),
     batch_size=64,
@@ -56,7 +64,11 @@ def run(
     game: str, sequential: bool, seeds: int, updates: int, hparams: SACHParams
 ) -> tuple[int, list[tuple]]:
     """Train `seeds` runs; return the number at the optimum and each seed's greedy joint action."""
-    env, params = marljax.make(f"matrix/{game}-v0")
+    if game == "anticoordination":
+        env = MatrixGame(np.stack([ANTICOORDINATION] * 2), name=game)
+        params = env.default_params()
+    else:
+        env, params = marljax.make(f"matrix/{game}-v0")
     cfg = SACConfig(sequential=sequential, **AGENT)
     agent = make_sac(cfg, env, params)
     train = TrainConfig(NUM_ENVS, ROLLOUT, NUM_ENVS * ROLLOUT * updates)
@@ -88,7 +100,16 @@ def main(argv: list[str] | None = None) -> None:
         "--alpha", type=float, default=float(HPARAMS.init_alpha), help="fixed temperature"
     )
     parser.add_argument("--actor-lr", type=float, default=float(HPARAMS.actor_lr))
+    parser.add_argument(
+        "--games",
+        default="climbing,penalty_k100",
+        help=f"comma-separated, from {', '.join(GAMES)}",
+    )
     args = parser.parse_args(argv)
+    games = [g.strip() for g in args.games.split(",") if g.strip()]
+    unknown = sorted(set(games) - set(GAMES))
+    if unknown or not games:
+        parser.error(f"--games: unknown {unknown}; choose from {', '.join(GAMES)}")
     hparams = HPARAMS.replace(init_alpha=args.alpha, actor_lr=args.actor_lr)
     steps = NUM_ENVS * ROLLOUT * args.updates
     print(
@@ -96,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.actor_lr}, {jax.devices()[0].platform}"
     )
     print(f"{'game':14s} {'algo':6s} {'optimum':>8s} {'fraction':>9s}  95% Wilson CI    time")
-    for game in GAMES:
+    for game in games:
         for sequential, name in ((True, "hasac"), (False, "masac")):
             t0 = time.perf_counter()
             wins, joints = run(game, sequential, args.seeds, args.updates, hparams)
