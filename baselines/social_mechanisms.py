@@ -21,6 +21,10 @@ defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 pe
   both two-stage conditions again with the learner counted in rounds (`PER_ROUND`);
 - Prisoner's Dilemma population of 4, 20 rounds: random partners (choice masked) / partner
   selection / partner selection with reputation;
+- the same population with the paper's rounds in stages (`social/ipd_staged-v0`,
+  `social/ipd_staged_punishment-v0`): choose a partner, play one PD move with it, and (with
+  punishment) see both moves and punish (cost 1, fine 3): random partners / partner selection /
+  random partners + punishment / selection + punishment / selection + punishment + reputation;
 - the same mechanisms in a gridworld, the Coin Game (egocentric 3x3 views; cooperation = own-coin
   pickups): two players, 50 steps, none / direct punishment / one third-party punisher /
   reputation (punishment decided each step beside the move; return per round = per step); and a
@@ -46,6 +50,7 @@ from marljax.train import TrainConfig
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family
 #: is its control; the first `P` agents are the players (P in the family's name)
 PG4, PG3, PD2, PD4 = "public goods (4)", "public goods (3)", "PD (2)", "PD population (4)"
+PD4S = "PD population, stages (4)"
 CG2, CG4 = "Coin Game (2)", "Coin Game population (4)"
 #: the placebo of direct punishment: the same two-stage rounds, but punishing costs and fines 0
 NO_FINES = {"punish_cost": 0.0, "punish_fine": 0.0}
@@ -55,6 +60,7 @@ NO_FINES_NAME = "two stages, no fines"
 #: replay buffer and sequence length, and the square root of the control's per-step discount
 PUNISH_PER_ROUND, NO_FINES_PER_ROUND = "punishment, per round", "no fines, per round"
 PER_ROUND = (PUNISH_PER_ROUND, NO_FINES_PER_ROUND)
+RANDOM, REP = {"random_partners": True}, {"reputation": True}
 CONDITIONS = [
     (PG4, "none", "social/public_goods-v0", {}, 10),
     (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
@@ -69,6 +75,11 @@ CONDITIONS = [
     (PD4, "random partners", "social/ipd_partner_selection-v0", {"random_partners": True}, 20),
     (PD4, "partner selection", "social/ipd_partner_selection-v0", {}, 20),
     (PD4, "selection + reputation", "social/ipd_partner_reputation-v0", {}, 20),
+    (PD4S, "random partners", "social/ipd_staged-v0", {"random_partners": True}, 20),
+    (PD4S, "partner selection", "social/ipd_staged-v0", {}, 20),
+    (PD4S, "random partners + punishment", "social/ipd_staged_punishment-v0", RANDOM, 20),
+    (PD4S, "selection + punishment", "social/ipd_staged_punishment-v0", {}, 20),
+    (PD4S, "selection + punish. + reputation", "social/ipd_staged_punishment-v0", REP, 20),
     (CG2, "none", "social/coin_game-v0", {"egocentric": True}, 50),
     (CG2, "direct punishment", "social/coin_game_punishment-v0", {}, 50),
     (CG2, "third-party punishment", "social/coin_game_third_party-v0", {}, 50),

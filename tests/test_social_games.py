@@ -43,6 +43,8 @@ MY_IDS = [
     "social/public_goods_reputation-v0",
     "social/ipd_partner_selection-v0",
     "social/ipd_partner_reputation-v0",
+    "social/ipd_staged-v0",
+    "social/ipd_staged_punishment-v0",
     "social/coin_game_partner_selection-v0",
     "social/coin_game_partner_reputation-v0",
     "social/coin_game_punishment-v0",
@@ -481,6 +483,43 @@ def test_repeated_pd_with_direct_punishment():
     assert bool(ts.terminated)
     control, cparams = marljax.make("social/ipd-v0")
     assert control.action_space(cparams).n == 2 and int(cparams.num_rounds) == 20
+
+
+def test_pd_population_in_stages_choose_play_punish():
+    """Dasgupta & Musolesi's round: name a partner, play the PD with it, then punish it or not."""
+    env, params = marljax.make("social/ipd_staged_punishment-v0", selection_rounds=1)
+    A, K = 4, 3  # inner action = move * K + punish target (seat 0, seat 1, nobody = 2)
+
+    def act(ts, inner, partner=None):
+        """Each agent's legal flat action with inner action `inner[i]` (and partner, if named)."""
+        mask = np.asarray(ts.action_mask).reshape(A, -1, A)  # [agent, inner, partner]
+        out = []
+        for i in range(A):
+            legal = np.argwhere(mask[i, inner[i]])[:, 0]
+            p = partner[i] if partner is not None else legal[0]
+            assert p in legal, (i, inner[i], p, legal)
+            out.append(inner[i] * A + p)
+        return jnp.array(out)
+
+    state, ts = env.reset(KEY, params)
+    state, ts = env.step(KEY, state, act(ts, [0] * A, [1, 0, 3, 2]), params)  # choice step
+    np.testing.assert_array_equal(ts.extras["partner"], [1, 0, 3, 2])
+    np.testing.assert_allclose(ts.reward, 0.0)
+    assert not ts.extras["punished"].any()
+    # Play: agent 0 defects against the cooperating agent 1; agents 2 and 3 cooperate.
+    state, ts = env.step(KEY, state, act(ts, [1 * K + 2, 2, 2, 2]), params)
+    np.testing.assert_allclose(ts.reward, [5.0, 0.0, 3.0, 3.0])
+    np.testing.assert_array_equal(ts.extras["cooperated"], [False, True, True, True])
+    assert not bool(ts.terminated)
+    # Punish: agent 1 fines its partner (cost 1, fine 3), whichever seat agent 0 sits in.
+    seat_of_0 = int(state.seat[0])
+    state, ts = env.step(KEY, state, act(ts, [2, seat_of_0, 2, 2]), params)
+    np.testing.assert_allclose(ts.reward, [-3.0, -1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(ts.extras["punished"], [True, False, False, False])
+    assert bool(ts.terminated)  # one round of three stages
+    control, cparams = marljax.make("social/ipd_staged-v0")
+    assert int(cparams.round_len) == 1 and int(params.round_len) == 2
+    assert "punished" not in control.reset(KEY, cparams)[1].extras
 
 
 def test_third_party_punishment_two_stage():

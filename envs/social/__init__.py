@@ -186,6 +186,37 @@ def make_repeated_pd(punishment: bool = False) -> Environment:
     return DirectPunishment(game, two_stage=True) if punishment else game
 
 
+def make_pd_population_staged(
+    punishment: bool = False,
+    num_agents: int = 4,
+    reputation: bool = False,
+    random_partners: bool = False,
+) -> Environment:
+    """A Prisoner's Dilemma population whose rounds come in stages: choose, play (, punish).
+
+    Dasgupta & Musolesi (2025)'s round structure: `PairedGames` over the repeated PD of
+    `make_repeated_pd`, each round a choice step (every agent names a partner, seeing every
+    agent's cooperative and defecting moves of the last round), then one PD move with the matched
+    partner and, with `punishment`, one punishment step (pay `punish_cost` 1 to fine the partner
+    `punish_fine` 3, after seeing both moves). Params `round_len` (1, or 2 with punishment) and
+    `selection_rounds` (20): an episode is 20 rounds of 2 or 3 steps.
+
+    Args:
+      punishment: add the punishment stage after each move.
+      num_agents: population size `A` (static, even, >= 4).
+      reputation: also add public reputation scores (`Reputation`).
+      random_partners: the control without selection (a uniformly random matching each round).
+    """
+    env = PairedGames(
+        make_repeated_pd(punishment),
+        num_agents,
+        round_len=2 if punishment else 1,
+        num_rounds=20,
+        random_partners=random_partners,
+    )
+    return Reputation(env) if reputation else env
+
+
 def make_repeated_stag_hunt() -> Environment:
     """The repeated Stag Hunt with cooperation labels (`MarkCooperation`, stag = action 0).
 
@@ -250,6 +281,19 @@ def _register_all() -> None:
         "social/ipd_partner_selection-v0",
         make_partner_selection,
         description="Prisoner's Dilemma population (4) with partner selection, 20 rounds",
+    )
+    register(
+        "social/ipd_staged-v0",
+        make_pd_population_staged,
+        description="Prisoner's Dilemma population (4), rounds of two stages: choose a "
+        "partner, play; 20 rounds",
+    )
+    register(
+        "social/ipd_staged_punishment-v0",
+        make_pd_population_staged,
+        kwargs={"punishment": True},
+        description="Prisoner's Dilemma population (4), rounds of three stages: choose a "
+        "partner, play, punish (cost 1, fine 3); 20 rounds",
     )
     register(
         "social/ipd_partner_reputation-v0",

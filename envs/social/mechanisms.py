@@ -808,7 +808,8 @@ class PairedGames(Environment):
     matrix, the previous round's counts and the two phase features. Extras: `"partner"` `[A]`
     int32, `"choice"` `[A]` int32 (both -1 before the first pairing) and `"cooperated"` /
     `"defected"` `[A]` bool (the inner game's labels on play steps, False on choice steps), so
-    `Reputation` and `marljax.evaluation.social` read it as any labelled env.
+    `Reputation` and `marljax.evaluation.social` read it as any labelled env; and `"punished"`
+    `[A]` bool when the pair game labels punishment (e.g. `DirectPunishment`).
 
     Params: the inner env's params (they configure the pair games) plus `round_len` (play steps
     per round, default 16) and `selection_rounds` (default 4); `max_steps` truncates the whole
@@ -854,6 +855,8 @@ class PairedGames(Environment):
         self.num_agents = A
         self.num_inner_actions = _discrete_n(env, "PairedGames")
         self.random_partners = bool(random_partners)
+        # a pair game with punishment (e.g. `DirectPunishment`): its "punished" label passes through
+        self._has_punished = "punished" in ts.extras
 
         def check(p):
             for n in ("round_len", "selection_rounds"):
@@ -942,7 +945,7 @@ class PairedGames(Environment):
             last_defect=zeros,
         )
         no = jnp.zeros((A,), bool)
-        return state, self._timestep(state, params, jnp.zeros((A,), jnp.float32), no, no)
+        return state, self._timestep(state, params, jnp.zeros((A,), jnp.float32), no, no, no)
 
     def step(self, key: PRNGKey, state: PairedGamesState, actions: Array, params):
         A, P = self.num_agents, self.num_agents // 2
@@ -975,6 +978,7 @@ class PairedGames(Environment):
         reward = jnp.where(choosing, 0.0, ts.reward[by_agent]).astype(jnp.float32)
         coop = ~choosing & ts.extras["cooperated"][by_agent]
         defect = ~choosing & ts.extras["defected"][by_agent]
+        punished = ~choosing & ts.extras["punished"][by_agent] if self._has_punished else None
 
         def pick(a, b):
             return jax.tree.map(lambda x, y: jnp.where(choosing, x, y), a, b)
@@ -1002,9 +1006,9 @@ class PairedGames(Environment):
             last_coop=jnp.where(round_over, n_coop, state.last_coop),
             last_defect=jnp.where(round_over, n_defect, state.last_defect),
         )
-        return state, self._timestep(state, params, reward, coop, defect)
+        return state, self._timestep(state, params, reward, coop, defect, punished)
 
-    def _timestep(self, state, params, reward, coop, defect) -> TimeStep:
+    def _timestep(self, state, params, reward, coop, defect, punished) -> TimeStep:
         A = self.num_agents
         choice_now = state.phase == 0
         obs_inner = jnp.where(choice_now, 0.0, state.inner_obs[state.pair, state.seat])  # [A, D]
@@ -1043,6 +1047,7 @@ class PairedGames(Environment):
                 "choice": state.choice,
                 "cooperated": coop,
                 "defected": defect,
+                **({"punished": punished} if self._has_punished else {}),
             },
         )
 
