@@ -9,6 +9,7 @@ marljax train --algo qmix --env matrix/two_step-v0 --set recurrent=false --qtabl
 marljax sweep --algo ippo --sample lr=log:1e-4:1e-2 --num-samples 16 --seeds 4
 marljax plot runs/<run> runs/<other run>         # PNG figures in plots/<run>_vs_<other run>
 marljax psro --env matrix/rps-v0 --meta-solver nash --population 16   # population training
+marljax render runs/<run>                        # one greedy episode as an animated GIF
 marljax envs                                     # list registered environments
 """
 
@@ -273,6 +274,71 @@ def _add_eval_parser(sub) -> None:
                     help="with --crossplay: the agents RUN_DIR controls, e.g. 0 or 0,2")  # fmt: skip
 
 
+def _add_render_parser(sub) -> None:
+    """The `render` subcommand's options."""
+    rd = sub.add_parser(
+        "render",
+        help="draw one episode of a run's greedy policy as an animated GIF",
+        description="Plays one episode with the greedy policy of the first seed (newest "
+        "checkpoint) and draws it frame by frame (the step and the return so far in the "
+        "title) into RUN_DIR/episode_seed<SEED>.gif, and an MP4 beside it when an ffmpeg "
+        "executable is on PATH. Draws grid worlds (LBF, predator-prey, pathfinding), particle "
+        "worlds, Coin Game, Harvest, Cleanup, swarms and JaxMARL's SMAX.",
+    )
+    rd.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (train or sweep)")
+    rd.add_argument("--seed", type=int, default=0,
+                    help="PRNG seed of the episode (reset and sampling; default 0)")  # fmt: skip
+    rd.add_argument("--max-steps", type=int, default=None,
+                    help="step budget of the episode (default: the env's max_steps)")  # fmt: skip
+    rd.add_argument("--fps", type=float, default=5, help="frames per second (default 5)")
+    rd.add_argument("--out", default=None, metavar="PATH",
+                    help="the GIF to write (default: in the run directory)")  # fmt: skip
+    rd.add_argument("--setting", default=None,
+                    help="a sweep's setting, as an index or lr=3e-4,... (default: the best)")  # fmt: skip
+
+
+def _add_benchmark_parser(sub) -> None:
+    """The `benchmark` and `check` subcommands' options."""
+    bm = sub.add_parser(
+        "benchmark",
+        help="run the benchmark suite: algorithms x tasks x seeds with published configurations",
+        description="Trains every cell of --algos x --tasks (one compiled program of all seeds "
+        "per cell) with its published configuration (JaxMARL's configs for SMAX, MPE, "
+        "Overcooked and Hanabi; EPyMARL's for LBF and RWARE), writes a run directory per cell, "
+        "benchmark.json, results.md (IQM and 95%% CI of each cell's score beside the published "
+        "number) and performance_profile.png into --out. Run again with the same options to "
+        "resume a killed benchmark: finished cells are not run again. --list shows the tasks "
+        "and their cells.",
+    )
+    bm.add_argument("--tasks", default="smax/3m",
+                    help="comma-separated tasks (default smax/3m; --list shows them)")  # fmt: skip
+    bm.add_argument("--algos", default="ippo,mappo",
+                    help="comma-separated algorithms (default ippo,mappo)")  # fmt: skip
+    bm.add_argument("--seeds", type=int, default=5, help="seeds per cell (default 5)")
+    bm.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    bm.add_argument("--budget", default="published",
+                    help="'published' (each source's env steps), 'cpu' (each cell's stated "
+                    "smaller budget) or env steps for every cell (default published)")  # fmt: skip
+    bm.add_argument("--out", default=None, metavar="DIR",
+                    help="the benchmark directory (default benchmarks/<tasks>_<budget>)")  # fmt: skip
+    bm.add_argument("--write-bands", default=None, metavar="PATH",
+                    help="after the run, write its cells as reference bands into PATH (a "
+                    "bands JSON file, merged)")  # fmt: skip
+    bm.add_argument("--list", action="store_true", help="list the tasks and cells, run nothing")
+    bm.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ck = sub.add_parser(
+        "check",
+        help="is a run inside the reference band of its benchmark cell?",
+        description="Finds the reference band of RUN_DIR (same algorithm, env, env options "
+        "and budget) among the versioned bands of the package (or --bands), computes the "
+        "run's learning curve at the band's points and says where it leaves the band and which "
+        "configuration keys differ from the band's. Exit status 0 inside, 1 outside.",
+    )
+    ck.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
+    ck.add_argument("--bands", default=None, metavar="PATH",
+                    help="a bands JSON file (default: the package's)")  # fmt: skip
+
+
 def _add_psro_parser(sub) -> None:
     """The `psro` subcommand's options."""
     ps = sub.add_parser(
@@ -313,6 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_parser(sub)
     _add_plot_parser(sub)
     _add_eval_parser(sub)
+    _add_render_parser(sub)
+    _add_benchmark_parser(sub)
     _add_psro_parser(sub)
 
     sub.add_parser(
@@ -478,12 +546,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.qtable:
         _print_q_tables(built, result)
     print(f"run directory: {result.run_dir}")
+    from marljax.rollout import score_label, task_metric_names
+
+    episodes = built.trainer.config.eval_episodes
     summaries = [("episode_return", "final return (training episodes, exploring policy)")]
     if "eval/episode_return" in result.metrics:
-        episodes = built.trainer.config.eval_episodes
         summaries.append(
             ("eval/episode_return", f"final greedy evaluation ({episodes} episodes per seed)")
         )
+    for name in task_metric_names(result.metrics):  # e.g. SMAX's win rate
+        summaries.append((name, f"final {score_label(name)}"))
     from marljax.core import env_references
 
     refs = env_references(built.exp.env, built.exp.env_kwargs)
@@ -595,6 +667,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    import shutil
+
+    from marljax.evaluation.render import render_episode
+
+    setting = args.setting
+    if setting is not None and setting.isdigit():
+        setting = int(setting)
+    path = render_episode(args.run_dir, args.out, args.seed, args.max_steps, args.fps, setting)
+    print(path)
+    if shutil.which("ffmpeg"):  # written beside the GIF
+        print(path.with_suffix(".mp4"))
+    return 0
+
+
 #: `marljax train` options that `--algo psro` does not take (it runs `marljax psro`).
 _NOT_PSRO = ("config", "preset", "steps", "grid", "out", "name", "devices", "layout",
              "max_memory", "resume", "log", "opponents", "qtable")  # fmt: skip
@@ -702,6 +789,50 @@ def default_plot_dir(run_dirs: list[str]) -> str:
     return os.path.join("plots", name[:120] or "runs")
 
 
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    import os
+
+    from marljax.benchmarks import CELLS, TASKS, make_band, run_benchmark, write_bands
+    from marljax.benchmarks.runner import parse_budget
+
+    if args.list:
+        for name, t in TASKS.items():
+            algos = [c.algo for c in CELLS.values() if c.task == name]
+            print(f"{name:<28} {t.env:<28} {t.label:<9} {', '.join(algos)}")
+        return 0
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    if not tasks or not algos:
+        raise cfg.ConfigError("--tasks and --algos need at least one name each")
+    budget = parse_budget(args.budget)
+    out = args.out or os.path.join(
+        "benchmarks", "_".join(t.replace("/", "-") for t in tasks)[:80] + f"_{budget}"
+    )
+    state = run_benchmark(
+        tasks, algos, out, seeds=args.seeds, seed=args.seed, budget=budget,
+        progress=not args.no_progress,
+    )  # fmt: skip
+    with open(os.path.join(out, "results.md")) as f:
+        print(f.read())
+    if args.write_bands:
+        bands = [
+            make_band(os.path.join(out, s["run_dir"]), name, s["metric"],
+                      TASKS[name.split(":")[0]].upstream)
+            for name, s in state["cells"].items()
+        ]  # fmt: skip
+        print(f"bands written to {write_bands(bands, args.write_bands)}")
+    print(f"benchmark directory: {out}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from marljax.benchmarks import check_run
+
+    report = check_run(args.run_dir, args.bands)
+    print(report)
+    return 0 if report.inside else 1
+
+
 def cmd_envs(args: argparse.Namespace) -> int:
     import marljax
     from marljax.core.registry import spec
@@ -718,11 +849,16 @@ def cmd_envs(args: argparse.Namespace) -> int:
         for f in dataclasses.fields(params):
             print(f"    {f.name} = {cfg.to_dict(getattr(params, f.name))}")
         return 0
+    from marljax.core.registry import family_ids
+
     ids = marljax.registered_envs()
-    width = max(len(i) for i in ids)
+    more = family_ids()  # e.g. smax/<map>-v0, built through an optional package
+    width = max(len(i) for i in ids + more)
     for env_id in ids:
         print(f"{env_id:<{width}}  {spec(env_id).description}")
-    print(f"\n{len(ids)} environments")
+    for env_id in more:
+        print(f"{env_id:<{width}}  {spec(env_id).description}")
+    print(f"\n{len(ids) + len(more)} environments ({len(more)} of them need an optional package)")
     return 0
 
 
@@ -760,8 +896,14 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_plot(args)
         if args.command == "eval":
             return cmd_eval(args)
+        if args.command == "render":
+            return cmd_render(args)
         if args.command == "envs":
             return cmd_envs(args)
+        if args.command == "benchmark":
+            return cmd_benchmark(args)
+        if args.command == "check":
+            return cmd_check(args)
         if args.command == "psro":
             return cmd_psro(args)
         if args.command == "bench":

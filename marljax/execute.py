@@ -43,6 +43,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from marljax.config import ConfigError
+from marljax.rollout import TASK_METRIC_PREFIX, task_metric_names
 from marljax.train import Trainer, combine_shard_metrics, make_train
 
 #: name of the mesh axis independent runs are sharded over.
@@ -690,22 +691,38 @@ def state_like(
 
 
 def progress_bar(desc: str, total: int, initial: int = 0) -> Callback:
-    """A callback driving a tqdm bar of updates with env steps/s, the latest mean return and
-    tqdm's ETA. Call `.close()` on the returned callback when done (or use it as a context)."""
+    """A callback driving a tqdm bar of updates with env steps/s, the latest mean return (and
+    task score such as a win rate, `task/<name>`) and tqdm's ETA. Call `.close()` on the returned callback when done (or use it as a context)."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, initial=initial, desc=desc, unit="update")
 
     def update(info: Chunk) -> None:
-        ret = info.metrics.get("episode_return")
-        shown = "n/a"
-        if ret is not None and np.isfinite(ret[:, -1]).any():
-            shown = f"{np.nanmean(ret[:, -1]):.3f}"
-        bar.set_postfix_str(f"ret={shown}, {info.env_steps_per_s:,.0f} env steps/s")
+        bar.set_postfix_str(progress_postfix(info.metrics, info.env_steps_per_s))
         bar.update(info.done - info.first)
 
     update.close = bar.close  # type: ignore[attr-defined]
     return update
+
+
+def progress_postfix(metrics: dict[str, np.ndarray], env_steps_per_s: float) -> str:
+    """The progress bar's text: the latest mean return over runs, each task score, env steps/s.
+
+    Args:
+      metrics: a chunk's metrics, `name -> [R, U]` (NaN where no episode ended).
+      env_steps_per_s: the chunk's throughput.
+
+    Returns:
+      e.g. `"ret=1.277, win_rate=0.425, 13,051 env steps/s"` (`n/a` before any episode ended).
+    """
+    shown = []
+    names = ["episode_return", *task_metric_names(metrics)]
+    for name in (n for n in names if not n.startswith("eval/")):
+        label = "ret" if name == "episode_return" else name.removeprefix(TASK_METRIC_PREFIX)
+        last = np.asarray(metrics[name])[:, -1] if name in metrics else np.array([np.nan])
+        ok = np.isfinite(last).any()
+        shown.append(f"{label}={np.nanmean(last):.3f}" if ok else f"{label}=n/a")
+    return f"{', '.join(shown)}, {env_steps_per_s:,.0f} env steps/s"
 
 
 def checkpoint(ckpt: Any) -> Callback:
@@ -740,5 +757,6 @@ __all__ = [
     "place",
     "programs",
     "progress_bar",
+    "progress_postfix",
     "state_like",
 ]

@@ -14,7 +14,7 @@ callbacks between chunks (finiteness check, metrics, checkpoint, progress). A ru
     metrics.npz          every metric as arrays [G, S, U]
     sweep.json           (sweeps) settings ranked by score, the best setting
     learning_curve.png   mean return over seeds with a 95% bootstrap CI band, per setting, and
-                         the env's reference returns
+                         the env's reference returns; a panel per task score (SMAX win rate)
     progress.csv         one line per chunk (marljax.loggers.CSVLogger); tensorboard/ with
                          log=["tensorboard"]; eval.json after `marljax eval`
     checkpoints/         orbax checkpoints of every run's training carry
@@ -48,6 +48,7 @@ from marljax import results, rundir
 from marljax.agents import algo_spec
 from marljax.checkpoint import Checkpointer
 from marljax.core.registry import env_references, make
+from marljax.rollout import score_label, task_metric_names
 from marljax.train import TrainConfig, make_train
 
 DEFAULT_ENV = "matrix/climbing-v0"
@@ -1098,6 +1099,7 @@ def _write_outputs(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -
         names = (
             "episode_return",
             *(["eval/episode_return"] if "eval/episode_return" in per else []),
+            *task_metric_names(per),
         )
         seeds = [f"seed_{exp.seed + s}" for s in range(S)]
         out = results.to_marl_eval(per, exp.env, algo, seeds, metric_names=names)
@@ -1117,6 +1119,11 @@ def _write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> N
             os.path.join(run_dir, "learning_curve.png"),
             title=f"{exp.algo} on {exp.env} ({exp.seeds} seeds)",
             references=env_references(exp.env, exp.env_kwargs),
+            scores={
+                score_label(m): metrics[m]
+                for m in task_metric_names(metrics)
+                if not m.startswith("eval/")
+            },
         )
     except ImportError:  # matplotlib is an optional extra
         pass

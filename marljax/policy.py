@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax import config as cfg
+from marljax.rollout import score_label, task_metric_names
 from marljax.train import EVAL_STREAM, eval_budget, make_evaluate
 
 
@@ -235,6 +236,8 @@ class EvalReport:
       num_episodes: `[S]` episodes that ended within the step budget.
       iqm, ci: interquartile mean over seeds and its 95% stratified-bootstrap interval.
       seeds, setting, env, episodes, step, run_dir: what was evaluated.
+      scores: the task's own scores (e.g. SMAX's win rate), `{"task/<name>": {"per_seed": [S],
+        "iqm": float, "ci": (low, high)}}`; empty for a task without one.
     """
 
     returns: np.ndarray
@@ -248,6 +251,7 @@ class EvalReport:
     episodes: int
     step: int
     run_dir: str
+    scores: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -261,6 +265,15 @@ class EvalReport:
             "per_seed": {f"seed_{s}": float(r) for s, r in zip(self.seeds, self.returns)},
             "per_agent": {f"seed_{s}": r.tolist() for s, r in zip(self.seeds, self.per_agent)},
             "num_episodes": {f"seed_{s}": int(n) for s, n in zip(self.seeds, self.num_episodes)},
+            **{
+                name.removeprefix("task/"): {
+                    "iqm": v["iqm"],
+                    "ci95": list(v["ci"]),
+                    "mean": float(np.mean(v["per_seed"])),
+                    "per_seed": {f"seed_{s}": float(x) for s, x in zip(self.seeds, v["per_seed"])},
+                }
+                for name, v in self.scores.items()
+            },
         }
 
     def __str__(self) -> str:
@@ -268,12 +281,20 @@ class EvalReport:
             f"greedy evaluation of {self.run_dir} ({_label(self.setting)}, checkpoint "
             f"{self.step}) on {self.env}, {self.episodes} episodes per seed:"
         ]
-        for s, r, n in zip(self.seeds, self.returns, self.num_episodes):
-            lines.append(f"  seed {s}: return {r:.3f} ({int(n)} episodes ended)")
+        for i, (s, r, n) in enumerate(zip(self.seeds, self.returns, self.num_episodes)):
+            extra = "".join(
+                f", {score_label(k)} {v['per_seed'][i]:.3f}" for k, v in self.scores.items()
+            )
+            lines.append(f"  seed {s}: return {r:.3f}{extra} ({int(n)} episodes ended)")
         lines.append(
             f"  IQM over {len(self.seeds)} seeds: {self.iqm:.3f} "
             f"[95% CI {self.ci[0]:.3f}, {self.ci[1]:.3f}]; mean {np.mean(self.returns):.3f}"
         )
+        for k, v in self.scores.items():
+            lines.append(
+                f"  {score_label(k)}: IQM {v['iqm']:.3f} [95% CI {v['ci'][0]:.3f}, "
+                f"{v['ci'][1]:.3f}]; mean {np.mean(v['per_seed']):.3f}"
+            )
         return "\n".join(lines)
 
 
@@ -331,21 +352,32 @@ def evaluate_run(
         raise ValueError(
             f"no episode ended within {budget} steps for some seed; raise max_steps (--max-steps)"
         )
-    interval = stats.interval_estimate(
-        jax.random.PRNGKey(0), stats.aggregate_iqm, returns[:, None], num_resamples=2000
-    )
+
+    def iqm_ci(values: np.ndarray) -> tuple[float, tuple[float, float]]:
+        interval = stats.interval_estimate(
+            jax.random.PRNGKey(0), stats.aggregate_iqm, values[:, None], num_resamples=2000
+        )
+        return float(interval.point), (float(interval.low), float(interval.high))
+
+    iqm, ci = iqm_ci(returns)
+    scores = {}
+    for name in task_metric_names(out):  # "eval/task/<name>"
+        per_seed = np.asarray(out[name], np.float64)
+        point, interval = iqm_ci(per_seed)
+        scores[name.removeprefix("eval/")] = {"per_seed": per_seed, "iqm": point, "ci": interval}
     report = EvalReport(
         returns=returns,
         per_agent=np.asarray(out["eval/episode_return_per_agent"], np.float64),
         num_episodes=np.asarray(out["eval/num_episodes"]),
-        iqm=float(interval.point),
-        ci=(float(interval.low), float(interval.high)),
+        iqm=iqm,
+        ci=ci,
         seeds=[exp.seed + s for s in range(exp.seeds)],
         setting=dict(built.settings[g]),
         env=env_id,
         episodes=episodes,
         step=run.step,
         run_dir=run.run_dir,
+        scores=scores,
     )
     if write:
         from marljax import results

@@ -39,7 +39,7 @@ def to_marl_eval(
       algorithm: algorithm name (include the hparams setting when sweeping).
       run_names: `R` names, e.g. `["seed_0", ...]`.
       metric_names: which metrics to export; exported as marl-eval's "return" for
-        `episode_return`. Evaluation metrics (`eval/...`, NaN on updates without an
+        `episode_return`, a task score `task/<name>` as `<name>` (`win_rate`). Evaluation metrics (`eval/...`, NaN on updates without an
         evaluation) are exported where they have a value, as `eval_<name>` (`eval_return`),
         and the last one in `absolute_metrics` (the final greedy evaluation).
     """
@@ -74,6 +74,8 @@ def to_marl_eval(
 def _export_name(m: str) -> str:
     if m.startswith("eval/"):
         return "eval_" + _export_name(m[len("eval/") :])
+    if m.startswith("task/"):  # a task's own score, e.g. task/win_rate -> win_rate
+        return m[len("task/") :]
     return "return" if m == "episode_return" else m.replace("/", "_")
 
 
@@ -375,6 +377,7 @@ def plot_learning_curves(
     title: str = "",
     references: dict[str, float] | None = None,
     confidence: float = 0.95,
+    scores: dict[str, np.ndarray] | None = None,
 ) -> None:
     """Plot the mean return over seeds with a bootstrap confidence band, one line per setting.
 
@@ -392,15 +395,25 @@ def plot_learning_curves(
       references: `{name: return}` drawn as dashed lines, e.g.
         `marljax.core.env_references(env_id, env_kwargs)`.
       confidence: band coverage.
+      scores: optional task scores `{name: [G, S, U]}` (e.g. `{"win rate": ...}`), each drawn
+        in a panel of its own beside the return.
     """
     from marljax.evaluation import plots
 
-    returns = np.asarray(returns, np.float64)
-    if returns.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
-        returns = returns.reshape(*returns.shape[:3], -1).mean(axis=-1)
-    curves = []
-    for g, label in enumerate(labels):
-        band = plots.curve_band(returns[g], env_steps, confidence=confidence, seed=g)
-        if band is not None:  # a seed without a finished episode: no curve (the figure says so)
-            curves.append((label or "episode return", band))
-    plots._draw_learning_curves(path, [("", curves, dict(references or {}))], confidence, title)
+    # one legend for every panel: a run without settings is "all seeds" beside a task score
+    what = "all seeds" if scores else "episode return"
+
+    def panel(values: np.ndarray) -> list:
+        values = np.asarray(values, np.float64)
+        if values.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
+            values = values.reshape(*values.shape[:3], -1).mean(axis=-1)
+        curves = []
+        for g, label in enumerate(labels):
+            band = plots.curve_band(values[g], env_steps, confidence=confidence, seed=g)
+            if band is not None:  # a seed without a finished episode: no curve (figure says so)
+                curves.append((label or what, band))
+        return curves
+
+    panels = [("episode return" if scores else "", panel(returns), dict(references or {}))]
+    panels += [(name, panel(v), {}) for name, v in (scores or {}).items()]
+    plots._draw_learning_curves(path, panels, confidence, title)

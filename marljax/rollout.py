@@ -373,12 +373,34 @@ def first_episode_returns(reward: Array, done: Array) -> tuple[Array, Array]:
     return jnp.sum(reward.astype(jnp.float32) * alive, axis=0), jnp.any(done, axis=0)
 
 
+#: The prefix of a task's own per-episode score (e.g. SMAX's `"task/win_rate"`), which progress
+#: bars, run summaries, `marljax eval`, marl-eval JSON and plots report beside the return.
+TASK_METRIC_PREFIX = "task/"
+
+
+def task_metric_names(names: Any) -> list[str]:
+    """The task scores among metric names: the `"task/<name>"`, then the `"eval/task/<name>"`.
+
+    Args:
+      names: metric names (e.g. the keys of a metrics dict).
+    """
+    scores = [n for n in names if n.removeprefix("eval/").startswith(TASK_METRIC_PREFIX)]
+    return sorted(scores, key=lambda n: (n.startswith("eval/"), n))
+
+
+def score_label(name: str) -> str:
+    """A task score's name for people: `"task/win_rate"` -> `"win rate"` (`"eval/..."`: greedy)."""
+    label = name.removeprefix("eval/").removeprefix(TASK_METRIC_PREFIX).replace("_", " ")
+    return f"greedy {label}" if name.startswith("eval/") else label
+
+
 def _is_episode_metric(name: str, value: Array, num_envs: int) -> bool:
     """Extras named `group/name` with one scalar per env are per-episode metrics (see TimeStep)."""
     return "/" in name and value.shape == (num_envs,)
 
 
 __all__ = [
+    "TASK_METRIC_PREFIX",
     "EpisodeRecord",
     "RolloutState",
     "Transition",
@@ -388,6 +410,8 @@ __all__ = [
     "first_episode_returns",
     "reset",
     "rollout",
+    "score_label",
     "step",
+    "task_metric_names",
     "to_trajectory",
 ]

@@ -76,3 +76,20 @@ def test_mini_parser_agrees_with_toml(monkeypatch):
     mini = _load_setuptools_table()
     assert mini["packages"] == real["packages"]
     assert mini["package-dir"] == real["package-dir"]
+
+
+def test_package_data_ships_the_benchmark_data():
+    """The published numbers and reference bands are data files: package-data must list them."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import pytest
+
+        tomllib = pytest.importorskip("tomli")
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = data.get("package-data", {}).get("marljax.benchmarks", [])
+    folder = ROOT / "marljax" / "benchmarks"
+    files = [p.relative_to(folder) for p in (folder / "data").glob("*") if p.is_file()]
+    assert files, "marljax/benchmarks/data is empty"
+    for f in files:
+        assert any(f.match(g) for g in globs), f"{f} is not in package-data {globs}"

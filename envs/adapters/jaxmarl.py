@@ -71,8 +71,10 @@ __all__ = [
     "JaxMARLState",
     "from_jaxmarl",
     "jaxmarl_spec",
+    "episode_bound",
     "native_episode_len",
     "register_jaxmarl_envs",
+    "smax_scenario",
 ]
 
 #: the pyproject extra that installs JaxMARL.
@@ -177,6 +179,28 @@ def native_episode_len(jaxmarl_env: Any) -> int | None:
 _infer_episode_len = native_episode_len
 
 
+def episode_bound(jaxmarl_env: Any) -> int | None:
+    """An upper bound on the length of every episode of an env that ends its games by itself.
+
+    Used as the default time limit of an env without a native one, so that the limit never
+    cuts a game short. Hanabi: every play or discard removes one of the `deck_size` cards and
+    every hint spends an information token; tokens come back one per discard and one per
+    completed colour, so a game lasts at most `deck_size + max_info_tokens + deck_size +
+    num_colors` turns (113 for the standard 50-card game).
+
+    Args:
+      jaxmarl_env: a JaxMARL `MultiAgentEnv`.
+
+    Returns:
+      The bound, or None when none is known.
+    """
+    env = jaxmarl_env
+    if "HanabiEnv" in _mro_names(env) or "HanabiGame" in _mro_names(env):
+        deck, tokens = int(env.deck_size), int(env.max_info_tokens)
+        return 2 * deck + tokens + int(env.num_colors)
+    return None
+
+
 def _probe_episode_len(env: Any) -> int:
     """Find `L` by setting the state's step counter just below `max_steps` (runs the env once)."""
     max_steps = int(env.max_steps)
@@ -249,6 +273,10 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
       max_steps: default `params.max_steps` (default `L`; required when `L` is None).
       keep_infos: copy JaxMARL's array-valued `infos` into `timestep.extras` under
         `"jaxmarl_info.<name>"` (zeros after reset).
+      episode_metrics: optional `fn(inner_state) -> {"group/name": [] scalar}` evaluated on the
+        JaxMARL state after every reset and step and put in `timestep.extras`; the runner
+        averages each over the episodes that end (e.g. SMAX's `"task/win_rate"`, whose
+        per-episode value is 1 for a won battle, so its average is the win rate).
     """
 
     def __init__(
@@ -258,6 +286,7 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
         native_episode_len: int | str | None = "auto",
         max_steps: int | None = None,
         keep_infos: bool = False,
+        episode_metrics: Any = None,
     ):
         self.jaxmarl_env = env = jaxmarl_env
         self.agents = list(env.agents)
@@ -267,12 +296,15 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
         self.native_episode_len = None if native_episode_len is None else int(native_episode_len)
         default = self.native_episode_len if max_steps is None else int(max_steps)
         if default is None:
+            default = episode_bound(env)
+        if default is None:
             raise ValueError(
                 f"{type(env).__name__} has no time limit we know of; pass max_steps=... "
                 "(and native_episode_len=... if it ends episodes on its own)"
             )
         self._default_max_steps = default
         self.keep_infos = bool(keep_infos)
+        self.episode_metrics = episode_metrics
         self._inspect()
 
     # ------------------------------------------------------------------ introspection
@@ -558,6 +590,9 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
 
     def _timestep(self, obs, inner, reward, terminated, truncated, extras) -> TimeStep:
         stacked = self.stack_obs(obs)
+        if self.episode_metrics is not None:
+            metrics = self.episode_metrics(inner)
+            extras = {**extras, **{k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}}
         return TimeStep(
             obs=stacked,
             reward=reward,
@@ -575,6 +610,7 @@ def from_jaxmarl(
     native_episode_len: int | str | None = "auto",
     time_limit: int | None = None,
     keep_infos: bool = False,
+    episode_metrics: Any = None,
     **kwargs: Any,
 ) -> tuple[JaxMARLEnv, JaxMARLParams]:
     """Wrap a JaxMARL environment (an instance or a registered name) as a marljax env.
@@ -590,7 +626,9 @@ def from_jaxmarl(
         `native_episode_len`; None for an env without time limit).
       time_limit: default `params.max_steps` (default: the native episode length).
       keep_infos: copy JaxMARL's array-valued infos into `timestep.extras`.
-      **kwargs: passed to `jaxmarl.make` with a name (e.g. `max_steps=50`, `scenario=...`).
+      episode_metrics: per-episode metrics from the JaxMARL state (see `JaxMARLEnv`).
+      **kwargs: passed to `jaxmarl.make` with a name (e.g. `max_steps=50`, `scenario=...`;
+        a SMAX `scenario` may be a map name such as `"3m"`).
 
     Returns:
       `(env, params)`.
@@ -600,17 +638,40 @@ def from_jaxmarl(
     """
     if isinstance(jaxmarl_env_or_name, str):
         jaxmarl = import_jaxmarl(f"from_jaxmarl({jaxmarl_env_or_name!r})")
+        if isinstance(kwargs.get("scenario"), str):
+            kwargs["scenario"] = smax_scenario(kwargs["scenario"])
         jm = jaxmarl.make(jaxmarl_env_or_name, **kwargs)
     else:
         if kwargs:
             raise TypeError(f"keyword arguments {sorted(kwargs)} need an env name, not an instance")
         jm = jaxmarl_env_or_name
     env = JaxMARLEnv(
-        jm, native_episode_len=native_episode_len, max_steps=time_limit, keep_infos=keep_infos
+        jm,
+        native_episode_len=native_episode_len,
+        max_steps=time_limit,
+        keep_infos=keep_infos,
+        episode_metrics=episode_metrics,
     )
     params = env.default_params()
     env.validate_params(params)
     return env, params
+
+
+def smax_scenario(map_name: str) -> Any:
+    """JaxMARL's SMAX `Scenario` of a map name (e.g. `"3m"`), or a `KeyError` with close matches.
+
+    Args:
+      map_name: a key of JaxMARL's `MAP_NAME_TO_SCENARIO` (`3m`, `2s3z`, `5m_vs_6m`, ...).
+    """
+    import_jaxmarl(f"SMAX map {map_name!r}")
+    from jaxmarl.environments.smax import smax_env
+
+    maps = list(smax_env.MAP_NAME_TO_SCENARIO)
+    if map_name not in maps:
+        close = difflib.get_close_matches(map_name, maps, n=5, cutoff=0.4)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise KeyError(f"Unknown SMAX map {map_name!r}.{hint} SMAX's maps: {', '.join(maps)}.")
+    return smax_env.map_name_to_scenario(map_name)
 
 
 # ---------------------------------------------------------------------------- registry
@@ -677,8 +738,16 @@ def jaxmarl_spec(name: str) -> EnvSpec:
     if name not in names and name.endswith("-v0") and name[: -len("-v0")] in names:
         name = name[: -len("-v0")]
     if name not in names:
-        close = difflib.get_close_matches(name, names, n=5, cutoff=0.4)
+        lower = {n.lower(): n for n in names}
+        close = [n for n in names if n.lower() == name.lower()]
+        close += [
+            lower[c]
+            for c in difflib.get_close_matches(name.lower(), list(lower), n=5, cutoff=0.4)
+            if lower[c] not in close
+        ]
         hint = f" Did you mean: {', '.join(f'jaxmarl/{c}' for c in close)}?" if close else ""
+        if "smax" in name.lower():
+            hint += " SMAX maps with the heuristic enemy are ids smax/<map>-v0 (e.g. smax/3m-v0)."
         raise KeyError(
             f"Unknown environment id {env_id!r}: JaxMARL has no env {name!r}.{hint} "
             f"JaxMARL's envs: {', '.join(names)}."
@@ -703,9 +772,13 @@ def _entry_point(name: str):
 
         cls = _jaxmarl_class(reg, name)
         sig = inspect.signature(cls.__init__) if cls is not None else None
-        if sig is not None:
-            for p in list(sig.parameters.values())[1:]:
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "max_steps":
+        sigs = [sig] if sig is not None else []
+        if cls is not None and "EnemySMAX" in {c.__name__ for c in cls.__mro__}:
+            sigs.append(inspect.signature(reg.SMAX.__init__))  # its **env_kwargs go to SMAX
+        for one in sigs:
+            for p in list(one.parameters.values())[1:]:
+                kinds = (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                if p.kind in kinds and p.name != "max_steps" and p.name not in _names(params):
                     params.append(p.replace(kind=p.KEYWORD_ONLY))
     except Exception:  # noqa: BLE001  (no signature: only params overrides are accepted)
         params = []
@@ -713,6 +786,10 @@ def _entry_point(name: str):
     build.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     build.__name__ = f"jaxmarl_{name}"
     return build
+
+
+def _names(params: list) -> set[str]:
+    return {p.name for p in params}
 
 
 def _jaxmarl_class(reg: Any, name: str) -> Any:
@@ -736,6 +813,7 @@ def _jaxmarl_class(reg: Any, name: str) -> Any:
         "storm_np": "InTheMatrix",
         "hanabi": "Hanabi",
         "overcooked": "Overcooked",
+        "overcooked_v2": "OvercookedV2",
         "coin_game": "CoinGame",
     }
     return getattr(reg, table.get(name, ""), None)

@@ -59,6 +59,8 @@ class MissingDependencyError(ModuleNotFoundError, KeyError):
 _REGISTRY: dict[str, EnvSpec] = {}
 #: family -> resolver building the `EnvSpec` of `family/<name>` from `<name>` (see `spec`).
 _FAMILIES: dict[str, Callable[[str], EnvSpec]] = {}
+#: family -> names listed by `family_ids` (and `marljax envs`).
+_LISTED: dict[str, tuple[str, ...]] = {}
 
 
 def register(
@@ -91,15 +93,30 @@ def register(
     )
 
 
-def register_family(family: str, resolve: Callable[[str], EnvSpec]) -> None:
+def register_family(
+    family: str, resolve: Callable[[str], EnvSpec], listed: tuple[str, ...] = ()
+) -> None:
     """Resolve unregistered ids `family/<name>` on demand with `resolve(name) -> EnvSpec`.
 
     Args:
       family: the id prefix before the slash, e.g. `"jaxmarl"`.
       resolve: builds the spec of one name; raises `KeyError` for an unknown name (listing close
         matches) and `MissingDependencyError` when an optional package is missing.
+      listed: names of the family that `marljax envs` lists (`family_ids`), e.g. SMAX's maps
+        `("3m-v0", ...)`; resolving them must not import an optional package.
     """
     _FAMILIES[family] = resolve
+    _LISTED[family] = tuple(listed)
+
+
+def family_ids() -> list[str]:
+    """The ids of on-demand families that are listed (`register_family(..., listed=...)`).
+
+    They are not in `registered_envs` (the conformance kit runs there, and these need an
+    optional package); `marljax envs` prints them after the registered ids.
+    """
+    _ensure_builtin()
+    return [f"{family}/{name}" for family, names in _LISTED.items() for name in names]
 
 
 def registered_envs() -> list[str]:
