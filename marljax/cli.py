@@ -325,6 +325,9 @@ def _add_benchmark_parser(sub) -> None:
                     help="after the run, write its cells as reference bands into PATH (a "
                     "bands JSON file, merged)")  # fmt: skip
     bm.add_argument("--list", action="store_true", help="list the tasks and cells, run nothing")
+    bm.add_argument("--report", default=None, metavar="DIR",
+                    help="rewrite DIR's results.md and performance_profile.png from its "
+                    "benchmark.json (the stored results), run nothing")  # fmt: skip
     bm.add_argument("--no-progress", action="store_true", help="no progress bars")
     ck = sub.add_parser(
         "check",
@@ -799,6 +802,13 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         for name, t in TASKS.items():
             algos = [c.algo for c in CELLS.values() if c.task == name]
             print(f"{name:<28} {t.env:<28} {t.label:<9} {', '.join(algos)}")
+        return 0
+    if args.report:
+        from marljax.benchmarks.runner import read_state, write_report
+
+        write_report(args.report, read_state(args.report))
+        with open(os.path.join(args.report, "results.md")) as f:
+            print(f.read())
         return 0
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]

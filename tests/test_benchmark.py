@@ -121,6 +121,9 @@ def test_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
     assert "| mpe/simple_spread | mappo | return | 200 | 2 |" in table
     assert "none found" in table
     assert os.path.exists(os.path.join(out, "performance_profile.png"))
+    os.remove(os.path.join(out, "results.md"))
+    assert cli.main(["benchmark", "--report", out]) == 0  # regenerated from benchmark.json
+    assert open(os.path.join(out, "results.md")).read() == table
     with pytest.raises(ValueError, match="another plan"):
         runner.run_benchmark(["mpe/simple_spread"], ["ippo"], out, **kwargs)
 

@@ -62,7 +62,7 @@ import numpy as np
 from flax import struct
 
 from marljax.core import spaces
-from marljax.core.registry import EnvSpec, MissingDependencyError
+from marljax.core.registry import EnvSpec, import_optional
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
 
 __all__ = [
@@ -87,15 +87,7 @@ def import_jaxmarl(what: str) -> Any:
     Args:
       what: what needs JaxMARL, for the message (e.g. `"jaxmarl/MPE_simple_spread_v3"`).
     """
-    try:
-        import jaxmarl
-    except ImportError as err:
-        raise MissingDependencyError(
-            f"{what} needs JaxMARL, which is not installed ({err}): install it with "
-            f"`pip install 'marljax[{JAXMARL_EXTRA}]'` (or `pip install jaxmarl`)",
-            name="jaxmarl",
-        ) from None
-    return jaxmarl
+    return import_optional("jaxmarl", what, JAXMARL_EXTRA)
 
 
 @struct.dataclass

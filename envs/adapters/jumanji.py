@@ -90,7 +90,7 @@ import numpy as np
 from flax import struct
 
 from marljax.core import spaces
-from marljax.core.registry import EnvSpec, MissingDependencyError
+from marljax.core.registry import EnvSpec, import_optional
 from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
 
 __all__ = [
@@ -118,15 +118,7 @@ def import_jumanji(what: str) -> Any:
     Args:
       what: what needs Jumanji, for the message (e.g. `"rware/tiny-2ag-v0"`).
     """
-    try:
-        import jumanji
-    except ImportError as err:
-        raise MissingDependencyError(
-            f"{what} needs Jumanji, which is not installed ({err}): install it with "
-            f"`pip install 'marljax[{JUMANJI_EXTRA}]'` (or `pip install jumanji`)",
-            name="jumanji",
-        ) from None
-    return jumanji
+    return import_optional("jumanji", what, JUMANJI_EXTRA)
 
 
 @struct.dataclass

@@ -150,6 +150,15 @@ def run_benchmark(
     return state
 
 
+def read_state(out_dir: str) -> dict[str, Any]:
+    """The stored results of a benchmark directory (its `benchmark.json`)."""
+    path = os.path.join(out_dir, PLAN)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{out_dir} is not a benchmark directory (no {PLAN})")
+    with open(path) as f:
+        return json.load(f)
+
+
 def _open(out_dir: str, plan: Plan) -> dict[str, Any]:
     path = os.path.join(out_dir, PLAN)
     mine = dataclasses.asdict(plan)
@@ -296,6 +305,7 @@ __all__ = [
     "parse_budget",
     "plan_cells",
     "published",
+    "read_state",
     "results_table",
     "run_benchmark",
     "summarise_cell",

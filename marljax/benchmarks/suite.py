@@ -214,23 +214,23 @@ def _cells() -> list[Cell]:
     for task in smax_maps:
         ppo_src = "JaxMARL baselines/{}/config/{}_rnn_smax.yaml, 128 envs x 128 steps, 1e7 steps."
         cells += [
-            Cell(task, "ippo", "jaxmarl", 10_000_000, 2_000_000,
+            Cell(task, "ippo", "jaxmarl", 10_000_000, 500_000,
                  ppo_src.format("IPPO", "ippo") + _GAPS_PPO, **_SMAX_IPPO),
-            Cell(task, "mappo", "jaxmarl", 10_000_000, 2_000_000,
+            Cell(task, "mappo", "jaxmarl", 10_000_000, 500_000,
                  ppo_src.format("MAPPO", "mappo_homogenous") + _GAPS_PPO
                  + " marljax's critic reads the env's world state without agent ids.",
                  **_SMAX_MAPPO),
         ]  # fmt: skip
         for algo in ("qmix", "vdn", "iql"):
             cells.append(
-                Cell(task, algo, "jaxmarl", 10_000_000, 1_000_000,
+                Cell(task, algo, "jaxmarl", 10_000_000, 500_000,
                      "JaxMARL baselines/QLearning/config/alg/ql_rnn_smax.yaml (16 envs, 100-step "
                      "sequences as the paper's runs, 8 gradient steps per update, target every "
                      "10 updates, reward x10). Not reproduced: the learning-rate decay.",
                      **_SMAX_Q)
             )  # fmt: skip
         cells.append(
-            Cell(task, "pqn_vdn", "jaxmarl", 10_000_000, 2_000_000,
+            Cell(task, "pqn_vdn", "jaxmarl", 10_000_000, 500_000,
                  "JaxMARL pqn_vdn_rnn_smax.yaml as far as marljax's feed-forward PQN goes: no "
                  "GRU, layer norm instead of batch norm, no burn-in window.", **_SMAX_PQN)
         )  # fmt: skip
@@ -263,7 +263,7 @@ def _cells() -> list[Cell]:
     cells += [
         Cell(task, "ippo", "jaxmarl", 10_000_000, 2_000_000,
              "JaxMARL baselines/IPPO/config/ippo_ff_mpe.yaml (the preset)." + _GAPS_PPO),
-        Cell(task, "mappo", "jaxmarl", 10_000_000, 2_000_000,
+        Cell(task, "mappo", "jaxmarl", 10_000_000, 1_000_000,
              "JaxMARL mappo_homogenous_rnn_mpe.yaml (the preset)." + _GAPS_PPO),
     ]  # fmt: skip
     for algo in ("qmix", "vdn", "iql"):

@@ -56,6 +56,28 @@ class MissingDependencyError(ModuleNotFoundError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+def import_optional(module: str, what: str, extra: str = "bench") -> Any:
+    """`import module`, or a `MissingDependencyError` saying how to install it.
+
+    Args:
+      module: the optional package (e.g. `"jaxmarl"`, `"jumanji"`).
+      what: what needs it, for the message (e.g. `"jaxmarl/MPE_simple_spread_v3"`).
+      extra: the pyproject extra that installs it.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"{what} needs {_PRETTY.get(module, module)}, which is not installed ({err}): install "
+            f"it with `pip install 'marljax[{extra}]'` (or `pip install {module}`)",
+            name=module,
+        ) from None
+
+
+_PRETTY = {"jaxmarl": "JaxMARL", "jumanji": "Jumanji"}
+
 _REGISTRY: dict[str, EnvSpec] = {}
 #: family -> resolver building the `EnvSpec` of `family/<name>` from `<name>` (see `spec`).
 _FAMILIES: dict[str, Callable[[str], EnvSpec]] = {}
