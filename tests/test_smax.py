@@ -21,7 +21,7 @@ from marljax.testing import fast_jit
 
 jaxmarl = pytest.importorskip("jaxmarl")
 
-GOLDEN = os.path.join(os.path.dirname(__file__), "data", "smax_3m_golden.json")
+GOLDEN = os.path.join(os.path.dirname(__file__), "data", "jaxmarl_golden.json")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def _random_episode(env, params, reset, step, key, num_steps):
                 "state_sum": float(jnp.sum(ts.global_state)),
                 "terminated": bool(ts.terminated),
                 "truncated": bool(ts.truncated),
-                "win": float(ts.extras["task/win_rate"]),
+                "win": float(ts.extras.get("task/win_rate", -1.0)),
             }
         )
         if bool(ts.terminated | ts.truncated):
@@ -71,19 +71,34 @@ def test_smax_id_is_the_allied_team_against_the_heuristic_enemy(smax3m):
     assert other.observation_space(params).shape == env.observation_space(params).shape
 
 
-def test_smax_golden_trajectory(smax3m):
-    """A fixed-key episode of masked random actions; catches a change of JaxMARL's dynamics.
+GOLDEN_IDS = {  # JaxMARL's benchmark envs by id: a fixed-key episode each
+    "smax/3m-v0": {},
+    "jaxmarl/hanabi": {},
+    "jaxmarl/overcooked_v2": {"layout": "cramped_room"},
+}
+
+
+@pytest.mark.parametrize("env_id", list(GOLDEN_IDS))
+def test_golden_trajectories(env_id, smax3m):
+    """Fixed-key episodes of masked random actions; catch a change of JaxMARL's dynamics.
 
     Regenerate (after checking the change is upstream's) with MARLJAX_WRITE_GOLDEN=1.
     """
-    env, params, reset, step = smax3m
-    rows = _random_episode(env, params, reset, step, jax.random.PRNGKey(3), 40)
+    if env_id == "smax/3m-v0":
+        env, params, reset, step = smax3m
+    else:
+        env, params = marljax.make(env_id, **GOLDEN_IDS[env_id])
+        reset, step = fast_jit(env.reset), fast_jit(env.step)
+    rows = _random_episode(env, params, reset, step, jax.random.PRNGKey(3), 20)
+    stored = {}
+    if os.path.exists(GOLDEN):
+        with open(GOLDEN) as f:
+            stored = json.load(f)
     if os.environ.get("MARLJAX_WRITE_GOLDEN"):
+        stored = {**stored, "jaxmarl": jaxmarl.__version__, env_id: rows}
         with open(GOLDEN, "w") as f:
-            json.dump({"jaxmarl": jaxmarl.__version__ if hasattr(jaxmarl, "__version__") else "",
-                       "rows": rows}, f, indent=1)  # fmt: skip
-    with open(GOLDEN) as f:
-        golden = json.load(f)["rows"]
+            json.dump(stored, f, indent=1)
+    golden = stored[env_id]
     assert len(rows) == len(golden)
     for t, (got, want) in enumerate(zip(rows, golden)):
         assert got["actions"] == want["actions"], t

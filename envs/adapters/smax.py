@@ -17,7 +17,7 @@ JaxMARL's own SMAX baselines run it (`HeuristicEnemySMAX` with its defaults):
   `task/win_rate` training and `eval/task/win_rate` evaluation metrics, is the win rate that
   SMAX papers report.
 
-Checked against JaxMARL 0.2.0 (the golden trajectory in tests/test_adapters.py catches an upstream
+Checked against JaxMARL 0.2.0 (the golden trajectory in tests/test_smax.py catches an upstream
 change of the dynamics).
 """
 
