@@ -234,3 +234,17 @@ def test_progress_shows_the_win_rate():
     assert progress_postfix(metrics, 1234.0) == "ret=2.500, win_rate=0.750, 1,234 env steps/s"
     metrics["task/win_rate"][:, -1] = np.nan
     assert "win_rate=n/a" in progress_postfix(metrics, 1.0)
+
+
+def test_plots_draw_a_win_rate_panel(win_run, tmp_path):
+    import jax
+
+    from marljax.evaluation import plots
+
+    run = plots.load_run(win_run.run_dir)
+    assert set(run.scores) == {"task/win_rate"}
+    entries = plots._entries([run])
+    panels = plots._curve_panels(entries, [e.label for e in entries], jax.random.PRNGKey(0),
+                                 200, 0.95)  # fmt: skip
+    assert [p[0] for p in panels] == [WIN_ID, f"{WIN_ID}: win rate"]
+    assert (tmp_path / "learning_curves.png") in plots.plot_runs([win_run.run_dir], tmp_path)

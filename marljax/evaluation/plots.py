@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from marljax.evaluation import stats
+from marljax.rollout import score_label, task_metric_names
 
 PathLike = str | os.PathLike
 
@@ -711,6 +712,7 @@ class RunData:
       env_steps: `[U]` environment steps of the updates.
       returns: `[G, S, U]` training-episode returns (NaN where no episode finished).
       config: the run's `config.json`.
+      scores: the task's own scores, `{"task/<name>": [G, S, U]}` (e.g. SMAX's win rate).
     """
 
     run_dir: Path
@@ -719,6 +721,7 @@ class RunData:
     env_steps: np.ndarray
     returns: np.ndarray
     config: dict = dataclasses.field(default_factory=dict)
+    scores: dict = dataclasses.field(default_factory=dict)
 
 
 def load_run(run_dir: PathLike) -> RunData:
@@ -744,6 +747,11 @@ def load_run(run_dir: PathLike) -> RunData:
     with np.load(run_dir / "metrics.npz") as m:
         returns = np.asarray(m["episode_return"], np.float64)
         steps = np.asarray(m["env_steps"])[0, 0]
+        scores = {
+            k: np.asarray(m[k], np.float64)
+            for k in task_metric_names(m.files)
+            if not k.startswith("eval/")
+        }
     if returns.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
         returns = returns.reshape(*returns.shape[:3], -1).mean(axis=-1)
     labels = []
@@ -752,7 +760,7 @@ def load_run(run_dir: PathLike) -> RunData:
         labels.append(f"{algo}[{tag}]" if tag else algo)
     if len(labels) != returns.shape[0]:
         labels = [f"{algo}[{g}]" for g in range(returns.shape[0])]
-    return RunData(run_dir, exp.get("env", "task"), labels, steps, returns, config)
+    return RunData(run_dir, exp.get("env", "task"), labels, steps, returns, config, scores)
 
 
 def _fmt(v: Any) -> str:
@@ -978,6 +986,14 @@ def _curve_panels(
             )
             continue
         curves.append((e.label, band))
+        for name, values in e.run.scores.items():  # a panel per task score (SMAX's win rate)
+            title = f"{e.task}: {score_label(name)}"
+            score_band = curve_band(
+                values[e.index], e.run.env_steps, confidence=confidence,
+                num_resamples=num_resamples, seed=[*seed, i],
+            )  # fmt: skip
+            if score_band is not None:
+                panels.setdefault(title, (title, [], {}))[1].append((e.label, score_band))
     out = [p for p in panels.values() if p[1]]
     for p in out:
         p[1].sort(key=lambda c: order[c[0]])
@@ -1068,7 +1084,8 @@ def plot_runs(
     than `top` settings, the figures show the best `top` by mean final return (and say so).
 
     Always `learning_curves.png` (one panel per env: `curve_band`'s mean over seeds with a
-    bootstrap band, the env's reference returns as dashed lines); `social_metrics.png`
+    bootstrap band, the env's reference returns as dashed lines; one more per task score such
+    as SMAX's win rate); `social_metrics.png`
     (`plot_social_metrics`) when every run logged `"social/*"` metrics (an env wrapped in
     `SocialMetrics`) over the same update steps. When there are at least two seeds per setting
     and every setting ran on the same environments (tasks): `aggregate_metrics.png` (median,
