@@ -227,7 +227,7 @@ def results_table(state: dict[str, Any], reference: dict[str, dict] | None = Non
     """
     reference = published() if reference is None else reference
     rows = [
-        "| task | algorithm | score | env steps | seeds | IQM [95% CI] | published | inside |",
+        "| task | algorithm | score | env steps trained | seeds | IQM [95% CI] | published | inside |",
         "|---|---|---|---:|---:|---|---|---|",
     ]
     for name, s in state["cells"].items():
@@ -244,8 +244,9 @@ def results_table(state: dict[str, Any], reference: dict[str, dict] | None = Non
             inside = "yes" if (lo <= s["high"] and hi >= s["low"]) else "no"
             if ref.get("budget") and int(ref["budget"]) != s["budget"]:
                 inside += " (other budget)"
+        trained = s.get("curve", {}).get("steps", [s["budget"]])[-1]  # whole updates
         rows.append(
-            f"| {task} | {algo} | {TASKS[task].label} | {s['budget']:,} | {s['seeds']} | "
+            f"| {task} | {algo} | {TASKS[task].label} | {trained:,} | {s['seeds']} | "
             f"{s['iqm']:.3f} [{s['low']:.3f}, {s['high']:.3f}] | {pub} | {inside} |"
         )
     return "\n".join(rows) + "\n"
