@@ -210,3 +210,22 @@ def test_a_run_without_a_band_is_a_clear_error(band, capsys):
 
 def _write(bands_list, tmp) -> str:
     return bands.write_bands(bands_list, str(tmp / "bands.json"))
+
+
+def test_published_tables_are_generated_from_the_stored_results():
+    """README's and docs' benchmark rows are `results_table` of the stored benchmark.json files."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stored = os.path.join(root, "bench", "results", "benchmark")
+    readme = open(os.path.join(root, "README.md")).read()
+    docs = open(os.path.join(root, "docs", "benchmark_suite.md")).read()
+    dirs = sorted(d for d in os.listdir(stored) if os.path.isdir(os.path.join(stored, d)))
+    assert dirs
+    for d in dirs:
+        rows = runner.results_table(runner.read_state(os.path.join(stored, d))).splitlines()[2:]
+        assert rows, d
+        for row in rows:
+            assert row in readme and row in docs, row
+    for name in bands.load_bands():  # every packaged band is one of the stored cells
+        assert any(
+            name["name"] in runner.read_state(os.path.join(stored, d))["cells"] for d in dirs
+        )
