@@ -79,6 +79,8 @@ __all__ = [
 
 #: the pyproject extra that installs JaxMARL.
 JAXMARL_EXTRA = "bench"
+#: the JaxMARL release the adapter, the SMAX ids and the golden trajectories were checked against.
+JAXMARL_VERSION = "0.2.0"
 
 
 def import_jaxmarl(what: str) -> Any:
@@ -702,7 +704,7 @@ def register_jaxmarl_envs(names: list[str] | None = None) -> list[str]:
         registry.register(
             env_id,
             _entry_point(name),
-            description=f"JaxMARL {name} through marljax.envs.adapters.from_jaxmarl",
+            description=f"JaxMARL {name} through from_jaxmarl (checked with JaxMARL {JAXMARL_VERSION})",
         )
         new.append(env_id)
     return new
@@ -747,7 +749,7 @@ def jaxmarl_spec(name: str) -> EnvSpec:
     return EnvSpec(
         env_id,
         _entry_point(name),
-        description=f"JaxMARL {name} through marljax.envs.adapters.from_jaxmarl",
+        description=f"JaxMARL {name} through from_jaxmarl (checked with JaxMARL {JAXMARL_VERSION})",
     )
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from marljax.core.registry import EnvSpec
-from marljax.envs.adapters.jaxmarl import JaxMARLEnv, from_jaxmarl, smax_scenario
+from marljax.envs.adapters.jaxmarl import JAXMARL_VERSION, JaxMARLEnv, from_jaxmarl, smax_scenario
 
 #: SMAX's maps in JaxMARL 0.2.0 (`jaxmarl.environments.smax.smax_env.MAP_NAME_TO_SCENARIO`),
 #: listed here so that `marljax envs` and the error messages need not import JaxMARL.
@@ -50,9 +50,6 @@ SMAX_MAPS = (
     "smacv2_10_units",
     "smacv2_20_units",
 )
-
-#: The JaxMARL version the ids were checked against.
-JAXMARL_VERSION = "0.2.0"
 
 #: The per-episode metric of a won battle (1) or not (0); averaged, the win rate.
 WIN_RATE = "task/win_rate"
