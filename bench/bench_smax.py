@@ -33,13 +33,15 @@ from harness import (
     Options,
     Result,
     case,
+    final_score_notes,
     jaxmarl_baseline,
     main_with_steps,
     notes_table,
     seeded,
+    time_once,
 )
 
-from marljax.benchmarks import CELLS, scores
+from marljax.benchmarks import CELLS
 from marljax.benchmarks.suite import experiment_kwargs
 from marljax.experiment import Experiment, build
 
@@ -55,24 +57,6 @@ def _task(steps: int) -> str:
     return f"recurrent IPPO, SMAX 3m (E={NUM_ENVS}, T={ROLLOUT}, {steps / 1e6:g}M steps)"
 
 
-def _win_rate_notes(curve: np.ndarray) -> dict:
-    """IQM [CI] over seeds of the last-tenth win rate of `[S, U]` per-update win rates."""
-    _, points = scores.curve_points(curve, np.arange(curve.shape[1]))
-    iqm, low, high = scores.iqm_ci(points[:, -1])
-    return {"final_win_rate": iqm, "win_rate_ci": [low, high], "per_seed": points[:, -1].tolist()}
-
-
-def _once(fn, *args) -> tuple[float, float, object, object]:
-    """`(compile_s, run_s, output, compiled)`: lower + compile apart, then ONE timed run (long
-    programs: `harness.timed` would run them twice)."""
-    jax.clear_caches()
-    t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    t1 = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return t1 - t0, time.perf_counter() - t1, out, compiled
-
-
 @case("smax_ippo/marljax")
 def marljax_smax(opts: Options) -> list[Result]:
     steps = _steps(opts)
@@ -81,11 +65,15 @@ def marljax_smax(opts: Options) -> list[Result]:
     built = build(exp)
     hparams = jax.tree.map(lambda x: x[0], built.hparams)
     fn, key = seeded(built.trainer.train, 1)  # every seed in one program, as marljax runs them
-    compile_s, run_s, out, _ = _once(fn, key, hparams)
+    compile_s, run_s, out, _ = time_once(fn, key, hparams)
     win = np.asarray(out[1]["task/win_rate"]).reshape(n, -1)
     config = built.trainer.config
     env_steps = n * config.num_updates * config.steps_per_update
-    notes = {**_win_rate_notes(win), "num_updates": config.num_updates, "seeds": n}
+    notes = {
+        **final_score_notes(win, "final_win_rate"),
+        "num_updates": config.num_updates,
+        "seeds": n,
+    }
     return [Result(_task(steps), "marljax", compile_s, run_s, env_steps, notes=notes)]
 
 
@@ -106,7 +94,7 @@ def jaxmarl_smax(opts: Options) -> list[Result]:
     )
     train = module.make_train(dict(config))
     keys = jax.random.split(jax.random.PRNGKey(0), n)
-    compile_s, run_s, _, compiled = _once(train, keys[0])
+    compile_s, run_s, _, compiled = time_once(train, keys[0])
     wins = [[row["win_rate"] for row in logged]]
     for k in keys[1:]:
         logged.clear()
@@ -115,7 +103,7 @@ def jaxmarl_smax(opts: Options) -> list[Result]:
         run_s += time.perf_counter() - t
         wins.append([row["win_rate"] for row in logged])
     updates = steps // ROLLOUT // NUM_ENVS
-    notes = {**_win_rate_notes(np.array(wins)), "num_updates": updates, "seeds": n,
+    notes = {**final_score_notes(np.array(wins), "final_win_rate"), "num_updates": updates, "seeds": n,
              "seeds_run": "one after the other"}  # fmt: skip
     return [Result(_task(steps), "jaxmarl", compile_s, run_s, n * updates * ROLLOUT * NUM_ENVS,
                    notes=notes)]  # fmt: skip

@@ -777,3 +777,29 @@ def main(
     if args.json:
         write_json(args.json, results, skipped)
     return results
+
+
+def time_once(fn: Callable, *args: Any) -> tuple[float, float, Any, Any]:
+    """`(compile_s, run_s, output, compiled)`: lower + compile apart, then ONE timed run.
+
+    For training programs that run for minutes, where `timed` (a first run, then the timed
+    repeats) would run them twice.
+    """
+    jax.clear_caches()
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    t1 = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    return t1 - t0, time.perf_counter() - t1, out, compiled
+
+
+def final_score_notes(curve: Any, key: str = "final_score") -> dict:
+    """`{key: IQM, key_ci: [low, high], per_seed}` of `[S, U]` per-update scores: each seed's
+    mean over the last tenth of training (`marljax.benchmarks.scores`), as the benchmark suite
+    scores its cells."""
+    from marljax.benchmarks import scores
+
+    curve = np.asarray(curve, np.float64)
+    _, points = scores.curve_points(curve, np.arange(curve.shape[1]))
+    iqm, low, high = scores.iqm_ci(points[:, -1])
+    return {key: iqm, f"{key}_ci": [low, high], "per_seed": points[:, -1].tolist()}
