@@ -28,7 +28,7 @@ import marljax
 from marljax.evaluation.social import evaluate_social
 from marljax.evaluation.stats import interval_estimate
 from marljax.population import AAPPOHParams, make_aa_ppo
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 
 def main() -> None:

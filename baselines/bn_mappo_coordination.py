@@ -40,8 +40,8 @@ from marljax.core.registry import register
 from marljax.envs.matrix import MatrixGame, payoffs
 from marljax.evaluation import stats
 from marljax.evaluation.plots import plot_dag, plot_interval_estimates
-from marljax.experiment import Experiment, build, final_returns, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, final_returns, run_experiment
+from marljax.training.train import TrainConfig
 
 UPDATES = 80
 BASE = Experiment(

@@ -1,7 +1,7 @@
 """IPPO with the CNN torso vs the flattened MLP on grid observations, at equal env steps.
 
 The default PPO networks follow the observation space: a grid observation
-(`spaces.Box(..., layout=...)`) gets `marljax.networks.GridEncoder` (a small CNN) before the MLP;
+(`spaces.Box(..., layout=...)`) gets `marljax.nn.networks.GridEncoder` (a small CNN) before the MLP;
 `PPOConfig(torso="mlp")` flattens it into the MLP instead. This runs both on Harvest (small map,
 7x7 egocentric windows, `social/harvest_small-v0`, episodes of 100 steps so that several end
 during a short run) and on Level-Based Foraging with grid
@@ -26,7 +26,7 @@ from marljax.evaluation.stats import (
     interval_estimate,
     probability_of_improvement_ci,
 )
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 TASKS = {
     "harvest_small": ("social/harvest_small-v0", {"max_steps": 100}),

@@ -9,8 +9,8 @@ in cooperative multiagent systems", AAAI 1998 (common payoff; optimum 10 at two 
     python baselines/coma_penalty_game.py [--seeds 4] [--out runs]
 """
 
-from marljax.experiment import Experiment, baseline_main
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, baseline_main
+from marljax.training.train import TrainConfig
 
 EXPERIMENT = Experiment(
     algo="coma",

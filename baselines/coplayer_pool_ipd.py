@@ -30,7 +30,7 @@ from marljax.envs.matrix import strategies
 from marljax.envs.matrix.coplayers import ScriptedCoPlayers
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.population.pool import agent_strategy, make_pool_training, pool_crossplay
-from marljax.train import TrainConfig
+from marljax.training.train import TrainConfig
 
 POOL = ("always_cooperate", "always_defect", "tit_for_tat", "grim_trigger")
 POOL += ("win_stay_lose_shift", "random")

@@ -37,8 +37,8 @@ import marljax.envs.social  # noqa: F401  (registers social/*)
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.evaluation.stats import probability_of_improvement_ci
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 MODES = ("shared", "shared_id", "independent", "grouped")
 ROUNDS = 10  # rounds per episode; also the replay sequence length

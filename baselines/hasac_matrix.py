@@ -28,7 +28,7 @@ import marljax
 from marljax.agents.base import Observation
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
 from marljax.envs.matrix.matrix_game import MatrixGame
-from marljax.train import TrainConfig, broadcast_hparams, make_train, sweep
+from marljax.training import TrainConfig, broadcast_hparams, make_train, sweep
 
 GAMES = {"climbing": 11.0, "penalty_k100": 10.0, "anticoordination": 1.0}  # -> optimal payoff
 #: A common-payoff 2x2 game paid 1 when the two actions differ: from a start where both agents

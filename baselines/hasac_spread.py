@@ -38,7 +38,7 @@ from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.sac import SACConfig, make_sac, preset
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.train import TrainConfig, broadcast_hparams, make_train, sweep
+from marljax.training import TrainConfig, broadcast_hparams, make_train, sweep
 
 ENV = "particle/simple_spread_continuous-v0"
 NUM_ENVS, ROLLOUT = 8, 25

@@ -27,8 +27,8 @@ import numpy as np
 import marljax.envs.social.dilemma_grid  # noqa: F401  (registers social/harvest_small-v0)
 from marljax.evaluation.social import bootstrap_ci, evaluate_social
 from marljax.evaluation.stats import probability_of_improvement_ci
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 METRICS = ("efficiency", "equality", "sustainability", "peace")
 NO_PUNISHMENT = {"zap_cost": 0.0, "hit_penalty": 0.0, "beam_length": 0}

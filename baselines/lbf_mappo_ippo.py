@@ -19,8 +19,8 @@ import numpy as np
 from scipy.stats import trim_mean
 
 import marljax.envs.grid  # noqa: F401  (registers grid/*)
-from marljax.experiment import Experiment, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, run_experiment
+from marljax.training.train import TrainConfig
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--seeds", type=int, default=4)

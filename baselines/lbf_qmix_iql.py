@@ -18,8 +18,8 @@ import argparse
 import numpy as np
 from scipy.stats import trim_mean
 
-from marljax.experiment import Experiment, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, run_experiment
+from marljax.training.train import TrainConfig
 
 AGENT = {"recurrent": False, "hidden_sizes": (64, 64), "sequence_len": 10, "batch_size": 64,
          "buffer_size": 5000, "target": "one_step", "target_update_interval": 200,

@@ -42,7 +42,7 @@ from marljax.agents.maddpg import MADDPGConfig, make_maddpg, preset
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 ENV = "particle/simple_spread_continuous-v0"
 NUM_ENVS, ROLLOUT = 8, 25

@@ -15,8 +15,8 @@ import numpy as np
 
 import marljax
 from marljax.envs.grid.pathfinding import evaluate_policy, planner_agent, random_agent
-from marljax.experiment import Experiment, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, run_experiment
+from marljax.training.train import TrainConfig
 
 ENV, ENV_KW = "grid/lmapf-v0", {"height": 8, "width": 8, "num_agents": 4, "obs_radius": 3}
 

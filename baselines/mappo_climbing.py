@@ -8,8 +8,8 @@ look better on average (relative overgeneralisation): learners settle on the (1,
     python baselines/mappo_climbing.py [--seeds 4] [--out runs]
 """
 
-from marljax.experiment import Experiment, baseline_main
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, baseline_main
+from marljax.training.train import TrainConfig
 
 OUTCOMES = {11.0: "optimum (0, 0) = 11", 7.0: "equilibrium (1, 1) = 7", 5.0: "(2, 2) = 5"}
 

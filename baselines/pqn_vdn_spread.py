@@ -13,7 +13,7 @@ import argparse
 
 import numpy as np
 
-from marljax.experiment import Experiment, final_returns, run_experiment
+from marljax.shell.experiment import Experiment, final_returns, run_experiment
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,8 +22,8 @@ import jax
 import numpy as np
 
 from marljax.agents.qlearning import first_step_q_table, format_q_table
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 ENV = "matrix/nonmonotonic-v0"
 AGENT = {

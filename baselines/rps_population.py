@@ -56,7 +56,7 @@ from marljax.evaluation.population import (
     population_returns_over_seeds,
     within_population_exploitability,
 )
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 REFERENCE_BOTS = ("randbot", "iocainebot", "halbot", "greenberg")
 

@@ -35,8 +35,8 @@ import numpy as np
 from marljax.agents.qlearning import first_step_q_table
 from marljax.agents.shaq import preset as shaq_preset
 from marljax.evaluation import stats
-from marljax.experiment import Experiment, build, final_returns, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, final_returns, run_experiment
+from marljax.training.train import TrainConfig
 
 print = functools.partial(print, flush=True)  # noqa: A001  (progress shows when piped)
 ALGOS = ("shaq", "vdn", "qmix")

@@ -20,8 +20,8 @@ import numpy as np
 import marljax.envs.social  # noqa: F401  (registers social/*)
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 #: per algorithm: (static agent settings, traced hparams, env steps per run)
 SETTINGS = {

@@ -44,8 +44,8 @@ import marljax.envs.social  # noqa: F401  (registers social/*)
 from marljax.agents.base import Observation
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family
 #: is its control; the first `P` agents are the players (P in the family's name)

@@ -25,8 +25,8 @@ import numpy as np
 
 import marljax.envs.particle  # noqa: F401  (registers particle/*)
 from marljax.evaluation import plots, stats
-from marljax.experiment import Experiment, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, run_experiment
+from marljax.training.train import TrainConfig
 
 
 def main(argv: list[str] | None = None) -> None:

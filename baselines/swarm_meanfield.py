@@ -34,8 +34,8 @@ from marljax.agents.meanfield import transfer
 from marljax.core.registry import make
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 NUM_AGENTS = 100
 EVAL_AGENTS = (100, 1_000)

@@ -28,11 +28,11 @@ import jax
 import numpy as np
 
 import marljax
-from marljax import config as cfg
 from marljax.agents import algo_spec, preset
+from marljax.core import config as cfg
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 ENV = "particle/simple_spread-v0"
 EPISODE = 25

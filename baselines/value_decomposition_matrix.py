@@ -24,8 +24,8 @@ import numpy as np
 
 from marljax.agents.base import Observation
 from marljax.agents.qlearning import first_step_q_table, format_q_table, q_table
-from marljax.experiment import Experiment, build, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 AGENT = {
     "recurrent": False,

@@ -4,7 +4,7 @@
 
 `vmap(AutoReset(env))` turns the per-env `lax.cond` into a select, so the reset (here: generating
 a new obstacle map and placing agents and goals) runs on every step. `BatchedAutoReset` (used by
-`marljax.train.make_train`) branches once per batch on "did any episode end". Random actions;
+`marljax.training.train.make_train`) branches once per batch on "did any episode end". Random actions;
 every observation, global state, final observation and reward feeds a checksum so no work is
 dropped. Compile time is reported apart from run time (median of 3).
 """

@@ -1,6 +1,6 @@
 """Cost of BN-MAPPO relative to MAPPO per env step, for 2, 4, 8 and 16 agents (MPE simple spread).
 
-Each row is one compiled program: the fused `train(key, hparams)` of `marljax.train.make_train`
+Each row is one compiled program: the fused `train(key, hparams)` of `marljax.training.train.make_train`
 on `particle/simple_spread-v0` with `num_agents = A` (A landmarks, discrete actions), with the
 MAPPO agent (`PPOConfig(critic_input="global")`) or BN-MAPPO with the same networks plus a
 Bayesian-network joint policy (`graph="learned"`: a context-aware DAG sampled from the global
@@ -31,7 +31,7 @@ from harness import Options, Result, case, main
 import marljax
 import marljax.envs.particle  # noqa: F401  (registers particle/*)
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 AGENTS = (2, 4, 8, 16)
 NUM_ENVS, ROLLOUT_LEN, NUM_UPDATES = 16, 25, 4

@@ -1,7 +1,7 @@
 """IPPO training on grid observations: marljax's matmul CNN beside flax's convolution and an MLP.
 
-The default PPO torso for grid observations is `marljax.networks.GridEncoder`, whose
-convolutions are `marljax.networks.Conv`: one matmul over the shifted windows of the input.
+The default PPO torso for grid observations is `marljax.nn.networks.GridEncoder`, whose
+convolutions are `marljax.nn.networks.Conv`: one matmul over the shifted windows of the input.
 The reference is the same encoder with `flax.linen.Conv` (XLA's convolution, what GridEncoder
 used before), with the same parameters and initialisation; the third row flattens the grid into
 the MLP (`torso="mlp"`). The task is IPPO (shared parameters with agent ids, local critics) on
@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import flax.linen as nn
 import jax.numpy as jnp
-from harness import Options, Result, case, main_with_steps, marljax_training
+from harness import Options, Result, TrainSteps, case, main_with_steps, marljax_training
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.ppo import networks as ppo_networks
-from marljax.networks import GridEncoder, orthogonal
-from marljax.train import TrainConfig, make_train
+from marljax.nn.networks import GridEncoder, orthogonal
+from marljax.training.train import TrainConfig, make_train
 
-_ARGS = {"steps": 8192}
+STEPS = TrainSteps(8192)  # --quick keeps the default
 NUM_ENVS, ROLLOUT = 8, 32
 
 
@@ -49,7 +49,7 @@ class FlaxConvEncoder(GridEncoder):
         return jnp.concatenate([grid.reshape(*batch, -1), rest], axis=-1)
 
 
-def _run(torso: str, framework: str, encoder: type | None = None) -> list[Result]:
+def _run(opts: Options, torso: str, framework: str, encoder: type | None = None) -> list[Result]:
     env, params = marljax.make("social/harvest_small-v0")
     config = PPOConfig(critic_input="local", parameter_mode="shared_id", torso=torso)
     networks = None
@@ -59,7 +59,7 @@ def _run(torso: str, framework: str, encoder: type | None = None) -> list[Result
         default = ppo_networks.default_networks(config, space, space, env.num_actions)
         networks = default._replace(actor_encoder=enc, critic_encoder=enc)
     agent = make_ppo(config, env, params, networks)
-    steps = _ARGS["steps"]
+    steps = STEPS(opts)
     run = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
     task = f"IPPO social/harvest_small-v0, {steps} steps"
     trainer = make_train(run, env, agent, params)
@@ -68,19 +68,19 @@ def _run(torso: str, framework: str, encoder: type | None = None) -> list[Result
 
 @case("cnn/marljax")
 def matmul_cnn(opts: Options) -> list[Result]:
-    return _run("cnn", "marljax")
+    return _run(opts, "cnn", "marljax")
 
 
 @case("cnn/flax_conv")
 def flax_conv_cnn(opts: Options) -> list[Result]:
-    return _run("cnn", "flax Conv", FlaxConvEncoder)
+    return _run(opts, "cnn", "flax Conv", FlaxConvEncoder)
 
 
 @case("cnn/mlp")
 def mlp(opts: Options) -> list[Result]:
-    return _run("mlp", "MLP (flattened)")
+    return _run(opts, "mlp", "MLP (flattened)")
 
 
 if __name__ == "__main__":
     names = ["cnn/flax_conv", "cnn/marljax", "cnn/mlp"]
-    main_with_steps(names, __doc__.splitlines()[0], _ARGS)
+    main_with_steps(names, __doc__.splitlines()[0], STEPS)

@@ -49,8 +49,8 @@ from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
 from marljax.agents.sac import learner as sac_learner
 from marljax.agents.sac.networks import make_sac_model
-from marljax.replay import make_replay
-from marljax.train import TrainConfig, make_train
+from marljax.nn.replay import make_replay
+from marljax.training.train import TrainConfig, make_train
 
 ENV = "particle/simple_spread_continuous-v0"
 NUM_ENVS, ROLLOUT = 8, 25

@@ -31,26 +31,17 @@ from harness import (
     TRAIN_SEEDS,
     Options,
     Result,
+    TrainSteps,
     case,
-    data_parallel_cases,
     jaxmarl_baseline,
+    jaxmarl_matched_ppo,
+    jaxmarl_ppo_training,
     main_with_steps,
-    marljax_training,
-    notes_table,
-    seeded,
-    timed,
+    marljax_training_cases,
 )
 
-import marljax
-from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.train import TrainConfig, make_train
-
 NUM_ENVS, ROLLOUT = 16, 128
-_ARGS = {"steps": 1_000_000}
-
-
-def _steps(opts: Options) -> int:
-    return NUM_ENVS * ROLLOUT * 4 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(1_000_000, quick=NUM_ENVS * ROLLOUT * 4)
 
 
 def _task(steps: int) -> str:
@@ -58,64 +49,38 @@ def _task(steps: int) -> str:
 
 
 def _build(opts: Options):
-    steps = _steps(opts)
-    env, params = marljax.make("particle/simple_spread-v0")
-    config = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
-    agent = make_ppo(
-        PPOConfig(
-            critic_input="local",
-            parameter_mode="shared",
-            hidden_sizes=(64, 64),
-            activation="tanh",
-            num_epochs=4,
-            num_minibatches=4,
-        ),
-        env,
-        params,
+    steps = STEPS(opts)
+    trainer, hp = jaxmarl_matched_ppo(
+        NUM_ENVS, ROLLOUT, steps, lr=2.5e-4, critic_input="local", hidden_sizes=(64, 64)
     )
-    hp = PPOHParams(lr=2.5e-4, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
-    return make_train(config, env, agent, params), hp, _task(steps)
+    return trainer, hp, _task(steps)
 
 
-@case("ippo_mpe/marljax")
-def marljax_ippo(opts: Options) -> list[Result]:
-    return marljax_training(*_build(opts))
+# One device, data-parallel over every device, and over the CPU as 2 host devices.
+marljax_training_cases("ippo_mpe", __file__, _build, STEPS)
 
 
-# The same run data-parallel over every device, and over the CPU as 2 host devices.
-data_parallel_cases("ippo_mpe", __file__, _build, _steps)
+def _last_update_return(out) -> float:
+    """The mean return of the episodes finished in the last update (summed over agents)."""
+    # the last update [(seeds,) T, actors]; with seeds the update axis is the second
+    n, metrics = TRAIN_SEEDS["n"], out["metrics"]
+    last = jax.tree.map(lambda x: np.asarray(x)[:, -1] if n > 1 else np.asarray(x)[-1], metrics)
+    done = last["returned_episode"].astype(bool)
+    return float(last["returned_episode_returns"][done].mean()) if done.any() else float("nan")
 
 
 @case("ippo_mpe/jaxmarl")
 def jaxmarl_ippo(opts: Options) -> list[Result]:
-    steps = _steps(opts)
+    steps = STEPS(opts)
     module, base = jaxmarl_baseline("baselines/IPPO", "ippo_ff_mpe", ["config/ippo_ff_mpe.yaml"])
-    config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False, "NUM_SEEDS": 1}
-    train, key = seeded(module.make_train(dict(config)))
-    t = timed(train, key, repeats=1, first_call=False)
-    info = t.output["metrics"]
-    n = TRAIN_SEEDS["n"]
-    # the last update [(seeds,) T, actors]; with seeds the update axis is the second
-    last = jax.tree.map(lambda x: np.asarray(x)[:, -1] if n > 1 else np.asarray(x)[-1], info)
-    done = last["returned_episode"].astype(bool)
-    ret = float(last["returned_episode_returns"][done].mean()) if done.any() else float("nan")
-    updates = steps // ROLLOUT // NUM_ENVS
-    return [
-        t.result(
-            _task(steps),
-            "jaxmarl",
-            n * updates * ROLLOUT * NUM_ENVS,
-            notes={"final_return": ret, "num_updates": updates, "seeds": n},
-        )
-    ]
+    per_update = ROLLOUT * NUM_ENVS
+    return jaxmarl_ppo_training(module, base, steps, per_update, _task(steps), _last_update_return)
 
 
 if __name__ == "__main__":
     main_with_steps(
         ["ippo_mpe/jaxmarl", "ippo_mpe/marljax", "ippo_mpe/marljax_2dev"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "final_return", "return, last update (sum over agents)"
-        ),
+        STEPS,
+        notes=("final_return", "return, last update (sum over agents)"),
     )

@@ -6,7 +6,7 @@ as no-ops), auto-reset at episode end; 8 agents and 5 food on 15x15, and 64 agen
 32x32; `E` = 1, 64, 1024, 4096 parallel envs, `T` steps in one jitted `lax.scan`.
 
 - marljax: `LevelBasedForaging` (vector observation) in the training runner's stack
-  (`BatchedAutoReset(EpisodeStats(env))`, as `marljax.train.make_train` builds it: one `lax.cond`
+  (`BatchedAutoReset(EpisodeStats(env))`, as `marljax.training.train.make_train` builds it: one `lax.cond`
   per step on "did any env end?", so resets are paid only on steps where an episode ended). Every
   step's observations, rewards, flags, action mask, global state, final observation and episode
   statistics are folded into a checksum so that nothing is optimised away.

@@ -1,9 +1,9 @@
 """MAPPO training throughput: one run vs 4 and 16 seeds (vmap) vs 2 lr x 4 seeds (sweep).
 
 Envs: two matrix games and MPE simple spread (`particle/simple_spread-v0`). Each row is one
-compiled program: the fused `train(key, hparams)` of `marljax.train.make_train` with the MAPPO
+compiled program: the fused `train(key, hparams)` of `marljax.training.train.make_train` with the MAPPO
 agent (`make_ppo(PPOConfig(critic_input="global"))`, default hyperparameters), alone,
-`vmap`ped over 4 or 16 seeds, or the grid x seeds `marljax.train.sweep` over
+`vmap`ped over 4 or 16 seeds, or the grid x seeds `marljax.training.sweep` over
 `hparam_grid(PPOHParams(), lr=[5e-4, 1e-3])` x 4 seeds. Compile time (lower + compile of the whole
 program) is reported apart from the run time of the compiled program; env steps/s counts every
 environment step of every run in the program (one step = one joint step of one env).
@@ -22,8 +22,8 @@ from harness import Options, Result, SkipCase, case, in_subprocess, main, timed
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.execute import make_mesh, place, programs
-from marljax.train import TrainConfig, hparam_grid, make_train, sweep
+from marljax.training import TrainConfig, hparam_grid, make_train, sweep
+from marljax.training.execute import make_mesh, place, programs
 
 ENV_IDS = ("matrix/climbing-v0", "matrix/ipd-v0", "particle/simple_spread-v0")
 NUM_ENVS, ROLLOUT_LEN, NUM_UPDATES = 64, 32, 8
@@ -97,7 +97,7 @@ def mappo_matrix(opts: Options) -> list[Result]:
 
 @case("mappo_matrix/marljax_sharded")
 def mappo_matrix_sharded(opts: Options) -> list[Result]:
-    """16 seeds with the runs axis sharded over every device (`marljax.execute.programs`), per env."""
+    """16 seeds with the runs axis sharded over every device (`marljax.training.execute.programs`), per env."""
     devices = jax.device_count()
     if devices < 2:
         raise SkipCase("needs 2+ devices (run through in_subprocess)")

@@ -36,26 +36,17 @@ from harness import (
     TRAIN_SEEDS,
     Options,
     Result,
+    TrainSteps,
     case,
-    data_parallel_cases,
     jaxmarl_baseline,
+    jaxmarl_matched_ppo,
+    jaxmarl_ppo_training,
     main_with_steps,
-    marljax_training,
-    notes_table,
-    seeded,
-    timed,
+    marljax_training_cases,
 )
 
-import marljax
-from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.train import TrainConfig, make_train
-
 NUM_ENVS, ROLLOUT = 16, 128
-_ARGS = {"steps": 1_000_000}
-
-
-def _steps(opts: Options) -> int:
-    return NUM_ENVS * ROLLOUT * 4 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(1_000_000, quick=NUM_ENVS * ROLLOUT * 4)
 
 
 def _task(steps: int) -> str:
@@ -66,75 +57,54 @@ def _task(steps: int) -> str:
 
 
 def _build(opts: Options):
-    steps = _steps(opts)
-    env, params = marljax.make("particle/simple_spread-v0")
-    config = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROLLOUT, total_env_steps=steps)
-    agent = make_ppo(
-        PPOConfig(
-            critic_input="global",
-            parameter_mode="shared",
-            recurrent=True,
-            gru_size=128,
-            hidden_sizes=(128,),
-            activation="tanh",
-            num_epochs=4,
-            num_minibatches=4,
-        ),
-        env,
-        params,
+    steps = STEPS(opts)
+    trainer, hp = jaxmarl_matched_ppo(
+        NUM_ENVS,
+        ROLLOUT,
+        steps,
+        lr=2e-3,
+        critic_input="global",
+        recurrent=True,
+        gru_size=128,
+        hidden_sizes=(128,),
     )
-    hp = PPOHParams(lr=2e-3, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
-    return make_train(config, env, agent, params), hp, _task(steps)
+    return trainer, hp, _task(steps)
 
 
-@case("mappo_mpe/marljax")
-def marljax_mappo(opts: Options) -> list[Result]:
-    return marljax_training(*_build(opts))
-
-
-# The same run data-parallel over every device, and over the CPU as 2 host devices.
-data_parallel_cases("mappo_mpe", __file__, _build, _steps)
+# One device, data-parallel over every device, and over the CPU as 2 host devices.
+marljax_training_cases("mappo_mpe", __file__, _build, STEPS)
 
 
 @case("mappo_mpe/jaxmarl")
 def jaxmarl_mappo(opts: Options) -> list[Result]:
-    steps = _steps(opts)
+    steps = STEPS(opts)
     module, base = jaxmarl_baseline(
         "baselines/MAPPO", "mappo_rnn_mpe", ["config/mappo_homogenous_rnn_mpe.yaml"]
     )
-    config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False, "NUM_SEEDS": 1}
     # The script returns only its runner state; its returns reach the host through the
     # `wandb.log` in its per-update `io_callback`. Point that module's `wandb` at a recorder.
     logged: list[dict] = []
     module.wandb = SimpleNamespace(log=lambda row: logged.append(row))
-    train, key = seeded(module.make_train(dict(config)))
-    t = timed(train, key, repeats=1, first_call=False)
-    # The last logged row of each seed: mean over agents of the last finished episode's return
-    # (the MPELogWrapper return, summed over agents as in bench_ippo.py).
-    n = TRAIN_SEEDS["n"]
-    if not logged:
-        ret = float("nan")
-    elif np.ndim(logged[-1]["returns"]):  # the callback ran batched: one row holds every seed
-        ret = float(np.mean(np.asarray(logged[-1]["returns"])))
-    else:  # one row per seed and update: the last n rows
-        ret = float(np.mean([float(np.asarray(r["returns"])) for r in logged[-n:]]))
-    updates = steps // ROLLOUT // NUM_ENVS
-    return [
-        t.result(
-            _task(steps),
-            "jaxmarl",
-            n * updates * ROLLOUT * NUM_ENVS,
-            notes={"final_return": ret, "num_updates": updates, "seeds": n},
-        )
-    ]
+
+    def last_logged_return(_) -> float:
+        # The last logged row of each seed: mean over agents of the last finished episode's
+        # return (the MPELogWrapper return, summed over agents as in bench_ippo.py).
+        n = TRAIN_SEEDS["n"]
+        if not logged:
+            return float("nan")
+        if np.ndim(logged[-1]["returns"]):  # the callback ran batched: one row holds every seed
+            return float(np.mean(np.asarray(logged[-1]["returns"])))
+        # one row per seed and update: the last n rows
+        return float(np.mean([float(np.asarray(r["returns"])) for r in logged[-n:]]))
+
+    per_update = ROLLOUT * NUM_ENVS
+    return jaxmarl_ppo_training(module, base, steps, per_update, _task(steps), last_logged_return)
 
 
 if __name__ == "__main__":
     main_with_steps(
         ["mappo_mpe/jaxmarl", "mappo_mpe/marljax", "mappo_mpe/marljax_2dev"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "final_return", "return, last update (sum over agents)"
-        ),
+        STEPS,
+        notes=("final_return", "return, last update (sum over agents)"),
     )

@@ -5,7 +5,7 @@ Task (equal settings in both frameworks): lifelong MAPF (POGEMA `on_target="rest
 episodes of 128 steps, uniformly random actions; 8 agents on 16x16 and 64 agents on 32x32.
 
 - marljax: `Pathfinding` in the training runner's stack (`BatchedAutoReset(EpisodeStats(env))`,
-  as `marljax.train.make_train` builds it: one `lax.cond` per step on "did any env end?", so a
+  as `marljax.training.train.make_train` builds it: one `lax.cond` per step on "did any env end?", so a
   reset, i.e. a fresh map drawn inside jit, is paid only on steps where an episode ended),
   vmapped over `E` = 1, 64, 1024, 4096 envs, `T` steps in one jitted `lax.scan`. Row
   `marljax`: every timed call starts `T // 2` steps before the time limit, so it crosses one

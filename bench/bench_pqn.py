@@ -27,25 +27,17 @@ from __future__ import annotations
 from harness import (
     Options,
     Result,
+    TrainSteps,
     case,
     jaxmarl_training,
     main_with_steps,
-    marljax_greedy_training,
-    notes_table,
+    marljax_preset_training,
 )
 
-import marljax
-from marljax import config as cfg
-from marljax.agents import preset
 from marljax.agents.pqn import PQNConfig, PQNHParams, make_pqn_vdn
-from marljax.train import TrainConfig, make_train
 
 EPISODE = 25
-_ARGS = {"steps": 2_000_000}
-
-
-def _steps(opts: Options) -> int:
-    return 256 * 16 * 10 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(2_000_000, quick=256 * 16 * 10)
 
 
 def _task(steps: int) -> str:
@@ -54,19 +46,17 @@ def _task(steps: int) -> str:
 
 @case("pqn_mpe/marljax")
 def marljax_pqn(opts: Options) -> list[Result]:
-    steps = _steps(opts)
-    env, params = marljax.make("particle/simple_spread-v0")
-    p = preset("pqn_vdn", "jaxmarl")
-    config = cfg.replace_checked(TrainConfig(), {**p.train, "total_env_steps": steps}, "train")
-    agent = make_pqn_vdn(cfg.replace_checked(PQNConfig(), p.config, "agent"), env, params)
-    hp = cfg.replace_checked(PQNHParams(), {**p.hparams, "eps_anneal_steps": 0.1 * steps}, "hp")
-    trainer = make_train(config, env, agent, params)
-    return marljax_greedy_training(trainer, agent, hp, _task(steps), EPISODE)
+    steps = STEPS(opts)
+    defaults = PQNConfig(), PQNHParams()
+    hparams = {"eps_anneal_steps": 0.1 * steps}
+    return marljax_preset_training(
+        "pqn_vdn", make_pqn_vdn, *defaults, steps, _task(steps), EPISODE, hparams=hparams
+    )
 
 
 @case("pqn_mpe/jaxmarl")
 def jaxmarl_pqn(opts: Options) -> list[Result]:
-    steps = _steps(opts)
+    steps = STEPS(opts)
     files = ["config/config.yaml", "config/alg/pqn_vdn_ff_mpe.yaml"]
     return jaxmarl_training("pqn_vdn_ff", files, steps, _task(steps))
 
@@ -75,8 +65,6 @@ if __name__ == "__main__":
     main_with_steps(
         ["pqn_mpe/jaxmarl", "pqn_mpe/marljax"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "greedy_return", "greedy return (sum over agents, 512 episodes)"
-        ),
+        STEPS,
+        notes=("greedy_return", "greedy return (sum over agents, 512 episodes)"),
     )

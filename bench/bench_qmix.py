@@ -34,13 +34,13 @@ from harness import (
     TRAIN_SEEDS,
     Options,
     Result,
+    TrainSteps,
     case,
     data_parallel_framework,
     data_parallel_train,
     in_subprocess,
     jaxmarl_training,
     main_with_steps,
-    notes_table,
     seeded,
     timed,
 )
@@ -48,14 +48,10 @@ from harness import (
 import marljax
 from marljax.agents.qlearning import QConfig, make_q_learner, preset
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 NUM_ENVS, EPISODE = 8, 25
-_ARGS = {"steps": 1_000_000}
-
-
-def _steps(opts: Options) -> int:
-    return 8 * 26 * 60 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(1_000_000, quick=8 * 26 * 60)
 
 
 def _task(steps: int) -> str:
@@ -108,24 +104,24 @@ def _run(steps: int, data_parallel: bool, framework: str) -> list[Result]:
 
 @case("qmix_mpe/marljax")
 def marljax_qmix(opts: Options) -> list[Result]:
-    return _run(_steps(opts), False, "marljax")
+    return _run(STEPS(opts), False, "marljax")
 
 
 @case("qmix_mpe/marljax_dp")
 def marljax_qmix_data_parallel(opts: Options) -> list[Result]:
     """The same run with envs, replay and learner split over every device."""
-    return _run(_steps(opts), True, data_parallel_framework())
+    return _run(STEPS(opts), True, data_parallel_framework())
 
 
 @case("qmix_mpe/marljax_2dev")
 def marljax_qmix_two_devices(opts: Options) -> list[Result]:
     """`qmix_mpe/marljax_dp` in a fresh process that sees the 2-core CPU as 2 host devices."""
-    return in_subprocess(__file__, "qmix_mpe/marljax_dp", opts, 2, ["--steps", str(_steps(opts))])
+    return in_subprocess(__file__, "qmix_mpe/marljax_dp", opts, 2, ["--steps", str(STEPS(opts))])
 
 
 @case("qmix_mpe/jaxmarl")
 def jaxmarl_qmix(opts: Options) -> list[Result]:
-    steps = _steps(opts)
+    steps = STEPS(opts)
     files = ["config/config.yaml", "config/alg/ql_rnn_mpe.yaml"]
     return jaxmarl_training(
         "qmix_rnn", files, steps, _task(steps), notes={"seeds": TRAIN_SEEDS["n"]}
@@ -136,8 +132,6 @@ if __name__ == "__main__":
     main_with_steps(
         ["qmix_mpe/jaxmarl", "qmix_mpe/marljax", "qmix_mpe/marljax_2dev"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "greedy_return", "greedy return (sum over agents, 512 episodes)"
-        ),
+        STEPS,
+        notes=("greedy_return", "greedy return (sum over agents, 512 episodes)"),
     )

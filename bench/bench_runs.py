@@ -1,6 +1,6 @@
 """The cost of runs in one program: 1 to 1024 MAPPO runs (seeds x settings), and memory vs estimate.
 
-For `R` runs, the fused program of `marljax.execute.programs` (the runs layout `marljax sweep`
+For `R` runs, the fused program of `marljax.training.execute.programs` (the runs layout `marljax sweep`
 and `marljax train` run) is compiled for `R` runs and XLA's memory analysis of it read;
 the same compiled program then runs `R` runs of MAPPO on `particle/simple_spread-v0` (E = 64 envs
 x T = 32 steps per update, 16 updates per run, `PPOConfig(critic_input="global")` defaults,
@@ -26,8 +26,8 @@ from harness import machine_info
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.execute import make_mesh, place, programs
-from marljax.train import TrainConfig, make_train
+from marljax.training.execute import make_mesh, place, programs
+from marljax.training.train import TrainConfig, make_train
 
 ENV_ID = "particle/simple_spread-v0"
 NUM_ENVS, ROLLOUT_LEN, NUM_UPDATES = 64, 32, 16

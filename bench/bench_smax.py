@@ -24,33 +24,21 @@ on jax 0.10.2 on a 2-core CPU), so the ratio is that of the two as they can be r
 
 from __future__ import annotations
 
-import time
-
-import jax
 import numpy as np
 from harness import (
     TRAIN_SEEDS,
     Options,
     Result,
+    TrainSteps,
     case,
-    final_score_notes,
     jaxmarl_baseline,
+    jaxmarl_seeds_in_turn,
     main_with_steps,
-    notes_table,
-    seeded,
-    time_once,
+    marljax_cell_training,
 )
 
-from marljax.benchmarks import CELLS
-from marljax.benchmarks.suite import experiment_kwargs
-from marljax.experiment import Experiment, build
-
-_ARGS = {"steps": 500_000}
 NUM_ENVS, ROLLOUT = 128, 128
-
-
-def _steps(opts: Options) -> int:
-    return NUM_ENVS * ROLLOUT * 2 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(500_000, quick=NUM_ENVS * ROLLOUT * 2)
 
 
 def _task(steps: int) -> str:
@@ -59,22 +47,15 @@ def _task(steps: int) -> str:
 
 @case("smax_ippo/marljax")
 def marljax_smax(opts: Options) -> list[Result]:
-    steps = _steps(opts)
-    n = TRAIN_SEEDS["n"]
-    exp = Experiment(seeds=1, **experiment_kwargs(CELLS["smax/3m:ippo"], steps))
-    built = build(exp)
-    hparams = jax.tree.map(lambda x: x[0], built.hparams)
-    fn, key = seeded(built.trainer.train, 1)  # every seed in one program, as marljax runs them
-    compile_s, run_s, out, _ = time_once(fn, key, hparams)
-    win = np.asarray(out[1]["task/win_rate"]).reshape(n, -1)
-    config = built.trainer.config
-    env_steps = n * config.num_updates * config.steps_per_update
-    notes = {
-        **final_score_notes(win, "final_win_rate"),
-        "num_updates": config.num_updates,
-        "seeds": n,
-    }
-    return [Result(_task(steps), "marljax", compile_s, run_s, env_steps, notes=notes)]
+    steps = STEPS(opts)
+    return marljax_cell_training(
+        "smax/3m:ippo",
+        steps,
+        _task(steps),
+        metric="task/win_rate",
+        score="final_win_rate",
+        notes={"seeds": TRAIN_SEEDS["n"]},
+    )
 
 
 @case("smax_ippo/jaxmarl")
@@ -82,8 +63,7 @@ def jaxmarl_smax(opts: Options) -> list[Result]:
     """JaxMARL's script, one seed at a time: vmapped over seeds it deadlocks on jax 0.10.2 with
     2 CPU cores (batched QR of its orthogonal initialiser: both XLA threads wait on each other),
     so its seeds run as separate calls of one compiled program and their run times add up."""
-    steps = _steps(opts)
-    n = TRAIN_SEEDS["n"]
+    steps = STEPS(opts)
     module, base = jaxmarl_baseline(
         "baselines/IPPO", "ippo_rnn_smax", ["config/ippo_rnn_smax.yaml"]
     )
@@ -92,29 +72,28 @@ def jaxmarl_smax(opts: Options) -> list[Result]:
     module.wandb.log = lambda d, *a, **k: logged.append(
         {k2: float(np.asarray(v)) for k2, v in d.items() if np.size(v) == 1}
     )
-    train = module.make_train(dict(config))
-    keys = jax.random.split(jax.random.PRNGKey(0), n)
-    compile_s, run_s, _, compiled = time_once(train, keys[0])
-    wins = [[row["win_rate"] for row in logged]]
-    for k in keys[1:]:
+
+    def win_rates(_) -> list[float]:  # this seed's logged rows, then a clean log for the next
+        wins = [row["win_rate"] for row in logged]
         logged.clear()
-        t = time.perf_counter()
-        jax.block_until_ready(compiled(k))
-        run_s += time.perf_counter() - t
-        wins.append([row["win_rate"] for row in logged])
-    updates = steps // ROLLOUT // NUM_ENVS
-    notes = {**final_score_notes(np.array(wins), "final_win_rate"), "num_updates": updates, "seeds": n,
-             "seeds_run": "one after the other"}  # fmt: skip
-    return [Result(_task(steps), "jaxmarl", compile_s, run_s, n * updates * ROLLOUT * NUM_ENVS,
-                   notes=notes)]  # fmt: skip
+        return wins
+
+    train = module.make_train(dict(config))
+    return jaxmarl_seeds_in_turn(
+        train,
+        win_rates,
+        steps,
+        ROLLOUT * NUM_ENVS,
+        _task(steps),
+        score="final_win_rate",
+        notes={"seeds": TRAIN_SEEDS["n"]},
+    )
 
 
 if __name__ == "__main__":
     main_with_steps(
         ["smax_ippo/jaxmarl", "smax_ippo/marljax"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "final_win_rate", "win rate, IQM over seeds of the last tenth of training"
-        ),
+        STEPS,
+        notes=("final_win_rate", "win rate, IQM over seeds of the last tenth of training"),
     )

@@ -20,33 +20,20 @@ program.
 
 from __future__ import annotations
 
-import time
-
-import jax
 import numpy as np
 from harness import (
-    TRAIN_SEEDS,
     Options,
     Result,
+    TrainSteps,
     case,
-    final_score_notes,
     jaxmarl_baseline,
+    jaxmarl_seeds_in_turn,
     main_with_steps,
-    notes_table,
-    seeded,
-    time_once,
+    marljax_cell_training,
 )
 
-from marljax.benchmarks import CELLS
-from marljax.benchmarks.suite import experiment_kwargs
-from marljax.experiment import Experiment, build
-
-_ARGS = {"steps": 2_000_000}
 NUM_ENVS, ROLLOUT, AGENTS = 16, 128, 3
-
-
-def _steps(opts: Options) -> int:
-    return NUM_ENVS * ROLLOUT * 4 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(2_000_000, quick=NUM_ENVS * ROLLOUT * 4)
 
 
 def _task(steps: int) -> str:
@@ -55,48 +42,36 @@ def _task(steps: int) -> str:
 
 @case("spread_ippo/marljax")
 def marljax_spread(opts: Options) -> list[Result]:
-    steps = _steps(opts)
-    n = TRAIN_SEEDS["n"]
-    built = build(Experiment(seeds=1, **experiment_kwargs(CELLS["mpe/simple_spread:ippo"], steps)))
-    hparams = jax.tree.map(lambda x: x[0], built.hparams)
-    fn, key = seeded(built.trainer.train, 1)
-    compile_s, run_s, out, _ = time_once(fn, key, hparams)
-    ret = np.asarray(out[1]["episode_return"]).reshape(n, -1)
-    config = built.trainer.config
-    env_steps = n * config.num_updates * config.steps_per_update
-    notes = {**final_score_notes(ret, "final_return"), "num_updates": config.num_updates}
-    return [Result(_task(steps), "marljax", compile_s, run_s, env_steps, notes=notes)]
+    steps = STEPS(opts)
+    return marljax_cell_training(
+        "mpe/simple_spread:ippo",
+        steps,
+        _task(steps),
+        metric="episode_return",
+        score="final_return",
+    )
 
 
 @case("spread_ippo/jaxmarl")
 def jaxmarl_spread(opts: Options) -> list[Result]:
-    steps = _steps(opts)
-    n = TRAIN_SEEDS["n"]
+    steps = STEPS(opts)
     module, base = jaxmarl_baseline("baselines/IPPO", "ippo_ff_mpe", ["config/ippo_ff_mpe.yaml"])
     module.wandb.log = lambda *a, **k: None  # its per-update io_callback
     config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False}
     train = module.make_train(dict(config))
-    keys = jax.random.split(jax.random.PRNGKey(0), n)
-    compile_s, run_s, out, compiled = time_once(train, keys[0])
-    curves = [np.asarray(out["metrics"]["returned_episode_returns"]).reshape(-1) / AGENTS]
-    for k in keys[1:]:
-        t = time.perf_counter()
-        out = jax.block_until_ready(compiled(k))
-        run_s += time.perf_counter() - t
-        curves.append(np.asarray(out["metrics"]["returned_episode_returns"]).reshape(-1) / AGENTS)
-    updates = steps // ROLLOUT // NUM_ENVS
-    notes = {**final_score_notes(np.stack(curves), "final_return"), "num_updates": updates,
-             "seeds_run": "one after the other"}  # fmt: skip
-    return [Result(_task(steps), "jaxmarl", compile_s, run_s, n * updates * ROLLOUT * NUM_ENVS,
-                   notes=notes)]  # fmt: skip
+
+    def returns(out) -> np.ndarray:  # per update, mean over agents
+        return np.asarray(out["metrics"]["returned_episode_returns"]).reshape(-1) / AGENTS
+
+    return jaxmarl_seeds_in_turn(
+        train, returns, steps, ROLLOUT * NUM_ENVS, _task(steps), score="final_return"
+    )
 
 
 if __name__ == "__main__":
     main_with_steps(
         ["spread_ippo/jaxmarl", "spread_ippo/marljax"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "final_return", "return (mean over agents), IQM of the last tenth"
-        ),
+        STEPS,
+        notes=("final_return", "return (mean over agents), IQM of the last tenth"),
     )

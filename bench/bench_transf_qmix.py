@@ -34,51 +34,39 @@ import numpy as np
 from harness import (
     Options,
     Result,
+    TrainSteps,
     case,
     jaxmarl_training,
     main_with_steps,
-    marljax_greedy_training,
-    notes_table,
+    marljax_preset_training,
 )
 
-import marljax
-from marljax import config as cfg
-from marljax.agents import preset
 from marljax.agents.transf_qmix import TransfQMIXConfig, TransfQMIXHParams, make_transf_qmix
-from marljax.train import TrainConfig, make_train
 
 EPISODE = 25
-_ARGS = {"steps": 40_000}
-
-
-def _steps(opts: Options) -> int:
-    return 8 * 25 * 10 if opts.quick else int(_ARGS["steps"])
+STEPS = TrainSteps(40_000, quick=8 * 25 * 10)
 
 
 def _task(steps: int) -> str:
     return f"TransfQMIX MPE spread, {steps:,} steps"
 
 
-@case("transf_qmix_mpe/marljax")
-def marljax_transf_qmix(opts: Options) -> list[Result]:
-    steps = _steps(opts)
-    env, params = marljax.make("particle/simple_spread-v0")
-    p = preset("transf_qmix", "jaxmarl")
-    config = cfg.replace_checked(TrainConfig(), {**p.train, "total_env_steps": steps}, "train")
-    agent_cfg = cfg.replace_checked(TransfQMIXConfig(), p.config, "agent")
-    agent = make_transf_qmix(agent_cfg, env, params)
-    hp = cfg.replace_checked(TransfQMIXHParams(), p.hparams, "hp")
-    trainer = make_train(config, env, agent, params)
-    return marljax_greedy_training(trainer, agent, hp, _task(steps), EPISODE)
-
-
 def _last_test_return(out) -> float:
     return float(np.asarray(out["metrics"]["test_metrics"]["test_returns"])[-1].mean())
 
 
+@case("transf_qmix_mpe/marljax")
+def marljax_transf_qmix(opts: Options) -> list[Result]:
+    steps = STEPS(opts)
+    defaults = TransfQMIXConfig(), TransfQMIXHParams()
+    return marljax_preset_training(
+        "transf_qmix", make_transf_qmix, *defaults, steps, _task(steps), EPISODE
+    )
+
+
 @case("transf_qmix_mpe/jaxmarl")
 def jaxmarl_transf_qmix(opts: Options) -> list[Result]:
-    steps = _steps(opts)
+    steps = STEPS(opts)
     files = ["config/config.yaml", "config/alg/transf_qmix_mpe.yaml"]
     if not hasattr(jax, "tree_leaves"):  # the script calls jax.tree_leaves, gone in jax 0.10
         jax.tree_leaves = jax.tree.leaves
@@ -99,8 +87,6 @@ if __name__ == "__main__":
     main_with_steps(
         ["transf_qmix_mpe/jaxmarl", "transf_qmix_mpe/marljax"],
         __doc__.splitlines()[0],
-        _ARGS,
-        after=lambda results: notes_table(
-            results, "greedy_return", "greedy return (sum over agents, after training)"
-        ),
+        STEPS,
+        notes=("greedy_return", "greedy return (sum over agents, after training)"),
     )

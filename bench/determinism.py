@@ -31,7 +31,7 @@ def _programs():
     import marljax
     from marljax.agents.ppo import PPOConfig, make_ppo
     from marljax.agents.qlearning import QConfig, make_q_learner
-    from marljax.train import TrainConfig, make_train
+    from marljax.training.train import TrainConfig, make_train
 
     env, params = marljax.make("particle/simple_spread-v0")
     ppo_cfg = TrainConfig(num_envs=64, rollout_len=32, total_env_steps=64 * 32 * 20)

@@ -260,6 +260,8 @@ class Options:
         (e.g. 1k to 1M on a GPU).
       num_steps: `--num-steps`: the steps per timed call of an env benchmark.
       num_agents: `--num-agents`: the swarm sizes of the swarm benchmark.
+      steps: `--steps`: the env steps of a training benchmark (`None`: its default, see
+        `TrainSteps`).
     """
 
     quick: bool = False
@@ -268,6 +270,7 @@ class Options:
     num_envs: tuple[int, ...] | None = None
     num_steps: int | None = None
     num_agents: tuple[int, ...] | None = None
+    steps: int | None = None
 
 
 def env_sizes(opts: Options, default: tuple[int, ...], quick: tuple[int, ...] = (1, 64)):
@@ -282,6 +285,23 @@ def env_steps(opts: Options, default: int, quick: int = 50) -> int:
     if opts.num_steps:
         return opts.num_steps
     return quick if opts.quick else default
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSteps:
+    """The env-step budget of a training benchmark: `STEPS(opts)` is `quick` under `--quick`
+    (when given), else `--steps` (`Options.steps`), else `default`.
+
+    `default` is also the default of the script's `--steps` (`main_with_steps`).
+    """
+
+    default: int
+    quick: int | None = None
+
+    def __call__(self, opts: Options) -> int:
+        if opts.quick and self.quick is not None:
+            return self.quick
+        return self.default if opts.steps is None else opts.steps
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -380,7 +400,7 @@ def marljax_training(
     """Time marljax's fused training program (`trainer.train`, compile apart) as one `Result`.
 
     `fn(key, hparams) -> (state, metrics)` replaces `trainer.train` (e.g. the data-parallel
-    the `"envs"` layout of `marljax.execute`), reported as `framework`. The final
+    the `"envs"` layout of `marljax.training.execute`), reported as `framework`. The final
     return noted is the last update's training-episode return summed over agents (the
     per-agent mean times the number of agents), as the JaxMARL training benchmarks report.
     """
@@ -431,6 +451,154 @@ def marljax_greedy_training(
             notes={"greedy_return": ret, "num_updates": config.num_updates, "return_of": "seed 0"},
         )
     ]
+
+
+def marljax_preset_training(
+    algo: str,
+    make_agent: Callable,
+    agent_config: Any,
+    agent_hparams: Any,
+    steps: int,
+    task: str,
+    episode_len: int,
+    hparams: dict | None = None,
+    env_id: str = "particle/simple_spread-v0",
+) -> list[Result]:
+    """`marljax_greedy_training` of the `"jaxmarl"` preset of `algo` (`marljax.agents.preset`).
+
+    The preset's train, agent and hyperparameter values replace (checked) those of
+    `TrainConfig()`, `agent_config` and `agent_hparams`, with `total_env_steps = steps` and
+    `hparams` on top; `make_agent(config, env, params)` builds the agent on `env_id`.
+    """
+    import marljax
+    from marljax.agents import preset
+    from marljax.core import config as cfg
+    from marljax.training.train import TrainConfig, make_train
+
+    env, params = marljax.make(env_id)
+    p = preset(algo, "jaxmarl")
+    config = cfg.replace_checked(TrainConfig(), {**p.train, "total_env_steps": steps}, "train")
+    agent = make_agent(cfg.replace_checked(agent_config, p.config, "agent"), env, params)
+    hp = cfg.replace_checked(agent_hparams, {**p.hparams, **(hparams or {})}, "hp")
+    trainer = make_train(config, env, agent, params)
+    return marljax_greedy_training(trainer, agent, hp, task, episode_len)
+
+
+def jaxmarl_matched_ppo(
+    num_envs: int,
+    rollout: int,
+    steps: int,
+    lr: float,
+    env_id: str = "particle/simple_spread-v0",
+    **config: Any,
+) -> tuple[Any, Any]:
+    """`(trainer, hparams)` of marljax's PPO with the settings of JaxMARL's PPO baselines.
+
+    Shared: one parameter set for every agent, tanh, 4 epochs x 4 minibatches, entropy 0.01,
+    grad clip 0.5, Adam eps 1e-5, a constant learning rate `lr`. `config` adds to (or
+    overrides) the `PPOConfig`; `num_envs` x `rollout` steps per update, `steps` env steps.
+    """
+    import marljax
+    from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
+    from marljax.training.train import TrainConfig, make_train
+
+    env, params = marljax.make(env_id)
+    run = TrainConfig(num_envs=num_envs, rollout_len=rollout, total_env_steps=steps)
+    shared = dict(parameter_mode="shared", activation="tanh", num_epochs=4, num_minibatches=4)
+    agent = make_ppo(PPOConfig(**{**shared, **config}), env, params)
+    hp = PPOHParams(lr=lr, ent_coef=0.01, max_grad_norm=0.5, adam_eps=1e-5)
+    return make_train(run, env, agent, params), hp
+
+
+def jaxmarl_ppo_training(
+    module: Any,
+    base: dict,
+    steps: int,
+    steps_per_update: int,
+    task: str,
+    final_return: Callable[[Any], float],
+) -> list[Result]:
+    """Time a JaxMARL PPO script's fused `make_train(config)` over `TRAIN_SEEDS` seeds (`seeded`).
+
+    `module, base` come from `jaxmarl_baseline`; the config is `base` with `TOTAL_TIMESTEPS =
+    steps`, `ANNEAL_LR: False` (marljax's PPO keeps its learning rate) and `NUM_SEEDS: 1`.
+    `final_return(output)` reads the last update's return from the program's output.
+
+    Returns:
+      One `Result` for `"jaxmarl"` with notes `final_return`, `num_updates` and `seeds`.
+    """
+    config = {**base, "TOTAL_TIMESTEPS": steps, "ANNEAL_LR": False, "NUM_SEEDS": 1}
+    train, key = seeded(module.make_train(config))
+    t = timed(train, key, repeats=1, first_call=False)
+    n = TRAIN_SEEDS["n"]
+    updates = steps // steps_per_update
+    notes = {"final_return": final_return(t.output), "num_updates": updates, "seeds": n}
+    return [t.result(task, "jaxmarl", n * updates * steps_per_update, notes=notes)]
+
+
+def marljax_cell_training(
+    cell: str, steps: int, task: str, metric: str, score: str, notes: dict | None = None
+) -> list[Result]:
+    """Time a benchmark cell's training program once (compile apart), every seed in one program.
+
+    The cell (`marljax.benchmarks.CELLS[cell]`) runs `steps` env steps over `TRAIN_SEEDS` seeds
+    (`seeded`); its per-update `metric` is scored by `final_score_notes` under the key `score`.
+
+    Returns:
+      One `Result` for `"marljax"` with those notes, `num_updates` and `notes`.
+    """
+    from marljax.benchmarks import CELLS
+    from marljax.benchmarks.suite import experiment_kwargs
+    from marljax.shell.experiment import Experiment, build
+
+    n = TRAIN_SEEDS["n"]
+    built = build(Experiment(seeds=1, **experiment_kwargs(CELLS[cell], steps)))
+    hparams = jax.tree.map(lambda x: x[0], built.hparams)
+    fn, key = seeded(built.trainer.train, 1)  # every seed in one program, as marljax runs them
+    compile_s, run_s, out, _ = time_once(fn, key, hparams)
+    curve = np.asarray(out[1][metric]).reshape(n, -1)
+    config = built.trainer.config
+    env_steps = n * config.num_updates * config.steps_per_update
+    notes = {**final_score_notes(curve, score), "num_updates": config.num_updates, **(notes or {})}
+    return [Result(task, "marljax", compile_s, run_s, env_steps, notes=notes)]
+
+
+def jaxmarl_seeds_in_turn(
+    train: Callable,
+    read: Callable[[Any], Any],
+    steps: int,
+    steps_per_update: int,
+    task: str,
+    score: str,
+    notes: dict | None = None,
+) -> list[Result]:
+    """Time a JaxMARL training program `train(key)` one seed at a time, the run times added up.
+
+    Its `TRAIN_SEEDS` seeds run as calls of one compiled program (vmapped over seeds, JaxMARL's
+    scripts deadlock on jax 0.10.2 with 2 CPU cores); `read(output)` gives a seed's per-update
+    curve right after its run, scored by `final_score_notes` under the key `score`.
+
+    Returns:
+      One `Result` for `"jaxmarl"` with those notes, `num_updates`, `notes` and `seeds_run`.
+    """
+    n = TRAIN_SEEDS["n"]
+    keys = jax.random.split(jax.random.PRNGKey(0), n)
+    compile_s, run_s, out, compiled = time_once(train, keys[0])
+    curves = [read(out)]
+    for k in keys[1:]:
+        t = time.perf_counter()
+        out = jax.block_until_ready(compiled(k))
+        run_s += time.perf_counter() - t
+        curves.append(read(out))
+    updates = steps // steps_per_update
+    notes = {
+        **final_score_notes(np.asarray(curves), score),
+        "num_updates": updates,
+        **(notes or {}),
+        "seeds_run": "one after the other",
+    }
+    env_steps = n * updates * steps_per_update
+    return [Result(task, "jaxmarl", compile_s, run_s, env_steps, notes=notes)]
 
 
 def _final_test_return(out: Any) -> float:
@@ -525,10 +693,10 @@ def in_subprocess(
 
 def data_parallel_train(trainer: Any) -> Callable:
     """`fn(key, hparams) -> (state [D, ...], metrics)`: one run with its envs and learner split
-    over every device (`marljax.execute`'s "envs" layout)."""
+    over every device (`marljax.training.execute`'s "envs" layout)."""
     import jax.numpy as jnp
 
-    from marljax.execute import make_mesh, programs
+    from marljax.training.execute import make_mesh, programs
 
     progs = programs(trainer, make_mesh("envs"), "envs")
 
@@ -540,19 +708,24 @@ def data_parallel_train(trainer: Any) -> Callable:
     return fn
 
 
-def data_parallel_cases(
+def marljax_training_cases(
     name: str,
     script: str,
     build: Callable[[Options], tuple[Any, Any, str]],
     steps: Callable[[Options], int],
 ) -> None:
-    """Register `<name>/marljax_dp` and `<name>/marljax_2dev` for a training benchmark.
+    """Register `<name>/marljax`, `<name>/marljax_dp` and `<name>/marljax_2dev`, in that order.
 
-    `build(opts) -> (trainer, hparams, task)` gives the single-device run. `marljax_dp` times
-    the `"envs"` layout of `marljax.execute` over every device of this process
-    (skipped on one device); `marljax_2dev` runs `marljax_dp` in a fresh process that sees the
-    CPU as 2 host devices (`in_subprocess`), with the same `--steps`.
+    `build(opts) -> (trainer, hparams, task)` gives the single-device run, which `marljax` times
+    (`marljax_training`). `marljax_dp` times the `"envs"` layout of `marljax.training.execute`
+    over every device of this process (skipped on one device); `marljax_2dev` runs `marljax_dp`
+    in a fresh process that sees the CPU as 2 host devices (`in_subprocess`), with the same
+    `--steps`.
     """
+
+    @case(f"{name}/marljax")
+    def one_device(opts: Options) -> list[Result]:
+        return marljax_training(*build(opts))
 
     @case(f"{name}/marljax_dp")
     def over_devices(opts: Options) -> list[Result]:
@@ -585,19 +758,23 @@ def notes_table(results: Sequence[Result], key: str, title: str) -> str:
 def main_with_steps(
     names: Sequence[str],
     description: str,
-    settings: dict[str, Any],
-    after: Callable[[list[Result]], str] | None = None,
+    steps: TrainSteps,
+    notes: tuple[str, str] | None = None,
 ) -> list[Result]:
-    """`main` for training benchmarks: also takes `--steps N` (into `settings["steps"]`) and
-    `--jaxmarl-src PATH`; one timed call per case, no extra first-call compile."""
+    """`main` for training benchmarks: also takes `--steps N` (default `steps.default`, handed to
+    the cases as `Options.steps`), `--seeds N` and `--jaxmarl-src PATH`; one timed call per case,
+    no extra first-call compile. `notes = (key, title)` prints `notes_table(results, key, title)`
+    after the table."""
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--steps", type=int, default=settings["steps"])
+    pre.add_argument("--steps", type=int, default=steps.default)
     pre.add_argument("--seeds", type=int, default=1, help="seeds per program, vmapped")
     known, rest = pre.parse_known_args(parse_jaxmarl_src(sys.argv[1:]))
-    settings["steps"] = known.steps
     TRAIN_SEEDS["n"] = max(1, known.seeds)
     sys.argv = [sys.argv[0], *rest]
-    return main(names, description, "jaxmarl", after=after, repeats=1, first_call=False)
+    after = None if notes is None else (lambda results: notes_table(results, *notes))
+    return main(
+        names, description, "jaxmarl", after, repeats=1, first_call=False, steps=known.steps
+    )
 
 
 def run_cases(names: Sequence[str], opts: Options) -> tuple[list[Result], dict[str, str]]:
@@ -744,6 +921,7 @@ def main(
     after: Callable[[list[Result]], str] | None = None,
     repeats: int = 5,
     first_call: bool = True,
+    steps: int | None = None,
 ) -> list[Result]:
     """Command-line entry of a `bench_*.py` script: run its cases, print, optionally write JSON.
 
@@ -754,6 +932,7 @@ def main(
       after: optional extra markdown given the results (e.g. scaling of a sweep).
       repeats: default of `--repeats`.
       first_call: default of `--first-call` / `--no-first-call`.
+      steps: `Options.steps` (the `--steps` of `main_with_steps`).
     """
     args = parser(description, repeats, first_call).parse_args()
     names = args.cases or list(names)
@@ -767,6 +946,7 @@ def main(
         num_envs=args.num_envs,
         num_steps=args.num_steps,
         num_agents=args.num_agents,
+        steps=steps,
     )
     results, skipped = run_cases(names, opts)
     print_table(results, baseline)

@@ -1,6 +1,6 @@
 """Print the API table of a module from its docstrings, in the format of the `docs/` pages.
 
-    python docs/api_table.py marljax.train [marljax.losses ...]
+    python docs/api_table.py marljax.training.train [marljax.nn.losses ...]
 
 Each row is a public name and the first paragraph of its docstring (what `tests/test_docs.py`
 checks the pages against). Paste the output over the module's table when a name is added or a

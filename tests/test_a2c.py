@@ -15,11 +15,11 @@ import optax
 import pytest
 
 import marljax
-from marljax import losses
 from marljax.agents import ALGORITHMS, algo_spec
 from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import A2C_OVERRIDES, PPOConfig, PPOHParams, ia2c, maa2c, make_ppo
-from marljax.networks import MLP
+from marljax.nn import losses
+from marljax.nn.networks import MLP
 
 T, E = 4, 3
 HIDDEN = (16,)

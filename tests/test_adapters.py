@@ -290,7 +290,7 @@ def test_termination_before_the_time_limit():
 
 def test_ippo_trains_on_an_adapted_jaxmarl_env():
     from marljax.agents.ppo import PPOHParams, ippo
-    from marljax.train import TrainConfig, make_train
+    from marljax.training.train import TrainConfig, make_train
 
     env, params = from_jaxmarl("MPE_simple_spread_v3")
     params = params.replace(max_steps=8)

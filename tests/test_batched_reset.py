@@ -9,7 +9,7 @@ import numpy as np
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.core.wrappers import AutoReset, BatchedAutoReset, EpisodeStats
 from marljax.testing import CountingEnv
-from marljax.train import TrainConfig, hparam_grid, make_train, sweep
+from marljax.training import TrainConfig, hparam_grid, make_train, sweep
 
 
 def test_batched_autoreset_equals_vmapped_autoreset():

@@ -12,10 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from marljax import cli
 from marljax.benchmarks import CELLS, TASKS, bands, cell, check_run, make_band, runner, scores
-from marljax.config import ConfigError
-from marljax.experiment import Experiment, run_experiment
+from marljax.core.config import ConfigError
+from marljax.shell import cli
+from marljax.shell.experiment import Experiment, run_experiment
 
 # ----------------------------------------------------------------------------- the suite
 

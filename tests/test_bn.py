@@ -21,7 +21,7 @@ from marljax.agents import algo_spec, bn
 from marljax.agents import bn_tabular as bt
 from marljax.agents.base import Observation
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 # ----------------------------------------------------------------------------- graphs
 

@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 import numpy as np
 
-from marljax.checkpoint import Checkpointer
+from marljax.training.checkpoint import Checkpointer
 
 
 def _state():

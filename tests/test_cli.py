@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import marljax
-import marljax.checkpoint
-import marljax.results
+import marljax.shell.results
 import marljax.testing
-from marljax import cli
+import marljax.training.checkpoint
 from marljax.agents import PPOConfig, PPOHParams
-from marljax.experiment import Experiment, run_experiment
-from marljax.train import TrainConfig
+from marljax.shell import cli
+from marljax.shell.experiment import Experiment, run_experiment
+from marljax.training.train import TrainConfig
 
 #: the results and plotting code must not warn (an empty slice is handled, not averaged)
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -71,7 +71,7 @@ def test_train_writes_a_complete_run_directory(finished_run):
     assert config["resolved"]["seeds"] == [0, 1]
     assert config["resolved"]["agent"]["hidden_sizes"] == [16]
     assert config["versions"]["jax"] == __import__("jax").__version__
-    metrics = marljax.results.read_marl_eval(finished_run / "metrics.json")
+    metrics = marljax.shell.results.read_marl_eval(finished_run / "metrics.json")
     runs = metrics["matrix"]["penalty_k0-v0"]["mappo"]
     assert set(runs) == {"seed_0", "seed_1"}
     steps = [k for k in runs["seed_0"] if k.startswith("step_")]
@@ -163,7 +163,7 @@ def test_bad_input_fails_clearly_before_anything_is_written(args, needle, tmp_pa
 
 def test_env_defaults_may_be_infinite_but_user_values_may_not():
     """MPE's default `max_speed = inf` means "no limit": accepted; a user's inf or NaN is not."""
-    from marljax.experiment import build
+    from marljax.shell.experiment import build
 
     built = build(Experiment(algo="mappo", env="particle/simple_spread-v0"))
     assert np.isinf(np.asarray(built.env_params.max_speed))
@@ -331,7 +331,7 @@ def test_check_finite_stops_at_the_first_nan_and_keeps_the_last_good_checkpoint(
     assert "metric '" in err and "Traceback" not in err, err
     assert "newest checkpoint (update 2)" in err, err
     run = tmp_path / "nan"
-    with marljax.checkpoint.Checkpointer(run / "checkpoints") as ckpt:
+    with marljax.training.checkpoint.Checkpointer(run / "checkpoints") as ckpt:
         assert ckpt.all_steps() == [2], "the chunk with the NaN must not be checkpointed"
     assert np.load(run / "metrics.npz")["policy_loss"].shape[-1] == 2
 
@@ -350,8 +350,8 @@ def test_check_finite_accepts_nan_episode_returns_of_updates_where_no_episode_en
 
 
 def test_non_finite_parameter_is_named_when_the_metrics_are_finite():
-    from marljax.execute import Chunk
-    from marljax.experiment import NonFiniteError, _finite_check
+    from marljax.shell.experiment import NonFiniteError, finite_check
+    from marljax.training.execute import Chunk
 
     exp = Experiment(seeds=2, seed=3, train=TrainConfig(num_envs=2, rollout_len=2))
 
@@ -365,9 +365,9 @@ def test_non_finite_parameter_is_named_when_the_metrics_are_finite():
     state = type("S", (), {"agent_state": {"actor": {"w": w}}})()
     info = Chunk(8, 20, 4, {"loss": loss}, {"loss": loss}, 1.0, 1.0, lambda: state)
     with pytest.raises(NonFiniteError, match=r"update 8 .*\['actor'\]\['w'\].*seed 4.*lr=0.1"):
-        _finite_check(B, None)(info)
+        finite_check(B, None)(info)
     good = type("S", (), {"agent_state": {"w": np.ones((4, 2), np.float32)}})()
-    _finite_check(B, None)(Chunk(8, 20, 4, {"loss": loss}, {"loss": loss}, 1.0, 1.0, lambda: good))
+    finite_check(B, None)(Chunk(8, 20, 4, {"loss": loss}, {"loss": loss}, 1.0, 1.0, lambda: good))
 
 
 @pytest.mark.parametrize(
@@ -395,7 +395,7 @@ def test_plot_writes_figures_for_a_run_directory(finished_run, tmp_path, capsys)
 
 def test_optional_fields_parse_as_their_type_or_none():
     """`X | None` config fields (e.g. a target entropy override): numbers, `none`, clear errors."""
-    from marljax.config import ConfigError, parse_value
+    from marljax.core.config import ConfigError, parse_value
 
     assert parse_value("-2", float | None, None, "t") == -2.0
     assert parse_value(-2, float | None, None, "t") == -2.0
@@ -452,7 +452,7 @@ def test_train_over_the_memory_budget_is_refused_before_anything_is_written(tmp_
 def test_run_directories_know_whose_they_are(tmp_path, capsys, finished_run):
     """A sweep's directory, a folder with another run's files, and a directory another process
     is writing are refused with a message, before anything is compiled or written."""
-    from marljax import rundir
+    from marljax.shell import rundir
 
     assert json.loads((finished_run / "manifest.json").read_text())["kind"] == "train"
     sweep_dir = tmp_path / "a_sweep"

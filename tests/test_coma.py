@@ -22,7 +22,7 @@ from marljax.agents.coma import (
     make_coma,
 )
 from marljax.agents.coma.agent import critic_q
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 #: the non-monotonic game's common payoff (rows: agent 0's action)
 PAYOFF = jnp.array([[8.0, -12.0, -12.0], [-12.0, 0.0, 0.0], [-12.0, 0.0, 0.0]])

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from marljax import cli
-from marljax import config as cfg
 from marljax.agents import ALGORITHMS
-from marljax.experiment import Experiment, build
-from marljax.train import TrainConfig
+from marljax.core import config as cfg
+from marljax.shell import cli
+from marljax.shell.experiment import Experiment, build
+from marljax.training.train import TrainConfig
 
 CLEAR_ERRORS = (cfg.ConfigError, ValueError, TypeError, KeyError)
 JAX_DIR = os.path.dirname(__import__("jax").__file__)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import marljax
-from marljax.checkpoint import Checkpointer
+from marljax.training.checkpoint import Checkpointer
 
 UPDATES = 12  # one checkpoint per update: many chances to die inside a write
 COMMON = [
@@ -125,7 +125,7 @@ def start(command: str, args: list[str], cwd) -> subprocess.Popen:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "marljax.cli", command, *args],
+        [sys.executable, "-m", "marljax.shell.cli", command, *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,

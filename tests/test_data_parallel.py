@@ -3,7 +3,7 @@ batch's step.
 
 The shards here are a named `vmap` axis in this one-device process (collectives over a named
 `vmap` axis are the same `psum` / `pmean` that `shard_map` runs over devices);
-`tests/test_distributed.py` runs the `"envs"` layout of `marljax.execute` over 4 host devices.
+`tests/test_distributed.py` runs the `"envs"` layout of `marljax.training.execute` over 4 host devices.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import marljax
-from marljax import losses
 from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, make_ppo
 from marljax.agents.qlearning import QConfig, make_q_learner
-from marljax.execute import ENVS_AXIS, execute, make_mesh, programs
-from marljax.train import TrainConfig, combine_shard_metrics, make_train
+from marljax.nn import losses
+from marljax.training.execute import ENVS_AXIS, execute, make_mesh, programs
+from marljax.training.train import TrainConfig, combine_shard_metrics, make_train
 
 D = 2  # shards
 

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from marljax.execute import make_mesh, programs
-from marljax.experiment import Experiment, build
-from marljax.train import TrainConfig
+from marljax.shell.experiment import Experiment, build
+from marljax.training.execute import make_mesh, programs
+from marljax.training.train import TrainConfig
 
 TINY_TRAIN = TrainConfig(num_envs=4, rollout_len=5, total_env_steps=4 * 5 * 3)
 PPO_SMALL = {"hidden_sizes": [8], "gru_size": 8, "num_epochs": 2, "num_minibatches": 2}
@@ -35,7 +35,7 @@ CASES = [
 
 
 def start(exp: Experiment):
-    """A fresh build: its `init` and chunk `run` programs (`marljax.execute.programs`, one
+    """A fresh build: its `init` and chunk `run` programs (`marljax.training.execute.programs`, one
     device) and their arguments (one hparams setting x the seeds)."""
     built = build(exp)
     progs = programs(built.trainer, make_mesh("runs", 1), env_params=built.env_params)

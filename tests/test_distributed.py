@@ -29,8 +29,8 @@ ROOT = os.path.dirname(HERE)
 
 
 def _sweep_experiment():
-    from marljax.experiment import Experiment
-    from marljax.train import TrainConfig
+    from marljax.shell.experiment import Experiment
+    from marljax.training.train import TrainConfig
 
     return Experiment(
         algo="ippo",
@@ -55,13 +55,13 @@ def _flat(result_metrics, states) -> dict[str, np.ndarray]:
 def _worker(mode: str, out_path: str, *args: str) -> None:
     """Subprocess body: `single` (one process, forced devices) or `host <id> <port>`."""
     if mode == "host":
-        from marljax.execute import initialize
+        from marljax.training.execute import initialize
 
         process_id, port = int(args[0]), int(args[1])
         initialize(f"localhost:{port}", num_processes=2, process_id=process_id, cpu_devices=2)
     import jax
 
-    from marljax import sweep as sw
+    from marljax.shell import sweep as sw
 
     exp = _sweep_experiment()
     res = sw.run_sweep(exp, write=False, verbose=False)  # sharded over every (global) device
@@ -81,8 +81,8 @@ def _data_parallel_outputs() -> dict[str, np.ndarray]:
     """One MAPPO and one QMIX run with 8 envs split over the 4 devices ("envs" layout)."""
     import jax
 
-    from marljax.experiment import Experiment, run_experiment
-    from marljax.train import TrainConfig
+    from marljax.shell.experiment import Experiment, run_experiment
+    from marljax.training.train import TrainConfig
 
     agents = {
         "mappo": {"hidden_sizes": (8,), "num_minibatches": 2, "num_epochs": 2},
@@ -116,7 +116,7 @@ def _data_parallel_outputs() -> dict[str, np.ndarray]:
 
 def _train_cli_outputs(out_path: str) -> dict[str, np.ndarray]:
     """`marljax train` of 4 seeds on the 4 devices and on 1 (`--devices 1`)."""
-    from marljax.cli import main
+    from marljax.shell.cli import main
 
     root = os.path.dirname(out_path)
     out = {}
@@ -252,7 +252,7 @@ def test_two_processes_match_one_process(single_process, tmp_path):
 
 
 def test_device_count_that_does_not_divide_names_valid_choices():
-    from marljax import execute as ex
+    from marljax.training import execute as ex
 
     with pytest.raises(ValueError) as err:
         ex.check_divisible(6, 4)

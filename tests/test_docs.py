@@ -24,9 +24,9 @@ import pytest
 import marljax
 import marljax.envs  # noqa: F401  (registers the built-in families)
 from marljax.agents import ALGORITHMS
-from marljax.cli import build_parser
 from marljax.core.registry import family_ids
 from marljax.core.types import Environment
+from marljax.shell.cli import build_parser
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
@@ -41,22 +41,22 @@ COVERED = (
     "marljax.envs.adapters",
     "marljax.agents",
     "marljax.agents.common",
-    "marljax.losses",
-    "marljax.mixers",
-    "marljax.replay",
-    "marljax.train",
-    "marljax.experiment",
-    "marljax.sweep",
-    "marljax.execute",
-    "marljax.checkpoint",
-    "marljax.rundir",
+    "marljax.nn.losses",
+    "marljax.nn.mixers",
+    "marljax.nn.replay",
+    "marljax.training.train",
+    "marljax.shell.experiment",
+    "marljax.shell.sweep",
+    "marljax.training.execute",
+    "marljax.training.checkpoint",
+    "marljax.shell.rundir",
     "marljax.evaluation",
     "marljax.evaluation.social",
     "marljax.evaluation.rollout",
     "marljax.evaluation.plots",
-    "marljax.results",
-    "marljax.policy",
-    "marljax.loggers",
+    "marljax.shell.results",
+    "marljax.shell.policy",
+    "marljax.shell.loggers",
     "marljax.population",
     "marljax.benchmarks",
 )

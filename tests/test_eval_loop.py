@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import marljax
-from marljax import loggers
 from marljax.agents.base import Observation
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.execute import Chunk
-from marljax.experiment import Experiment, run_experiment
-from marljax.train import TrainConfig, make_evaluate, make_train
+from marljax.shell import loggers
+from marljax.shell.experiment import Experiment, run_experiment
+from marljax.training.execute import Chunk
+from marljax.training.train import TrainConfig, make_evaluate, make_train
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
@@ -89,7 +89,7 @@ def test_auto_eval_interval_and_bad_budget():
 def test_updates_without_an_evaluation_are_not_non_finite():
     """`eval/` metrics are NaN at updates without a greedy evaluation, also when training
     episodes ended there; a NaN inside an evaluation still counts."""
-    from marljax.experiment import finite_runs
+    from marljax.shell.experiment import finite_runs
 
     nan = np.nan
     metrics = {
@@ -164,8 +164,8 @@ def test_wandb_logger_offline(tmp_path, monkeypatch):
 
 
 def test_missing_logger_package_names_the_fix(monkeypatch):
-    from marljax import config as cfg
-    from marljax import experiment as xp
+    from marljax.core import config as cfg
+    from marljax.shell import experiment as xp
 
     monkeypatch.setitem(xp.LOGGERS, "tensorboard", "no_such_module_marljax")
     exp = Experiment(algo="ippo", seeds=1, log=["tensorboard"], train={"total_env_steps": 16})
@@ -181,7 +181,7 @@ def test_missing_logger_package_names_the_fix(monkeypatch):
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory):
     """A 2-setting x 2-seed IPPO sweep on simple spread (random resets), evaluated in-program."""
-    from marljax.sweep import run_sweep
+    from marljax.shell.sweep import run_sweep
 
     out = tmp_path_factory.mktemp("runs")
     exp = Experiment(
@@ -196,7 +196,7 @@ def sweep_dir(tmp_path_factory):
 
 
 def test_evaluate_run_repeats_the_final_in_program_evaluation(sweep_dir):
-    from marljax.policy import evaluate_run
+    from marljax.shell.policy import evaluate_run
 
     result = sweep_dir
     final = result.metrics["eval/episode_return"][:, :, -1]  # [G, S]
@@ -227,7 +227,7 @@ def test_load_policy_acts_like_the_agent(sweep_dir):
 
 
 def test_bad_settings_seeds_and_runs_without_checkpoints(sweep_dir, tmp_path):
-    from marljax.cli import main
+    from marljax.shell.cli import main
 
     run_dir = sweep_dir.run_dir
     with pytest.raises(ValueError, match="lr=0.001"):  # lists the settings it has
@@ -244,7 +244,7 @@ def test_bad_settings_seeds_and_runs_without_checkpoints(sweep_dir, tmp_path):
 
 
 def test_crossplay_of_two_runs_has_self_play_on_the_diagonal(sweep_dir):
-    from marljax.policy import crossplay_runs
+    from marljax.shell.policy import crossplay_runs
 
     run_dir = sweep_dir.run_dir
     out = crossplay_runs(run_dir, run_dir, roles_a=(0,), episodes=2, setting_a=0, setting_b=0)
@@ -255,7 +255,7 @@ def test_crossplay_of_two_runs_has_self_play_on_the_diagonal(sweep_dir):
 
 
 def test_marljax_eval_cli_prints_iqm(sweep_dir, capsys):
-    from marljax.cli import main
+    from marljax.shell.cli import main
 
     assert main(["eval", sweep_dir.run_dir, "--episodes", "2"]) == 0
     out = capsys.readouterr().out
@@ -265,7 +265,7 @@ def test_marljax_eval_cli_prints_iqm(sweep_dir, capsys):
 def test_schedules_longer_than_the_run_are_named():
     """QMIX's default epsilon schedule (100k steps) outlasts the default 40,960-step run: the
     note names the epsilon it ends at and the setting to change; a fitting schedule is quiet."""
-    from marljax.experiment import build, schedule_notes
+    from marljax.shell.experiment import build, schedule_notes
 
     exp = Experiment(algo="qmix", env="matrix/two_step-v0", agent={"recurrent": False})
     (note,) = schedule_notes(build(exp))

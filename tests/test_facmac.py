@@ -21,8 +21,8 @@ from marljax.agents.facmac import (
 from marljax.agents.facmac import learner as facmac_learner
 from marljax.agents.maddpg import MADDPGConfig, make_maddpg_model
 from marljax.agents.maddpg import learner as maddpg_learner
-from marljax.replay import make_replay
-from marljax.train import TrainConfig, make_train
+from marljax.nn.replay import make_replay
+from marljax.training.train import TrainConfig, make_train
 
 
 @pytest.mark.parametrize("jit", [False, True])

@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 
 import marljax
-from marljax import cli
-from marljax.checkpoint import Checkpointer, CheckpointError
-from marljax.experiment import run_experiment
+from marljax.shell import cli
+from marljax.shell.experiment import run_experiment
+from marljax.training.checkpoint import Checkpointer, CheckpointError
 
 # 4 envs x 4 steps per update, 3 updates of 4 (chunks of 1): an unfinished run to damage.
 TINY = ["--env", "matrix/penalty_k0-v0", "--seeds", "1", "--set", "num_envs=4"]
@@ -324,7 +324,7 @@ def test_nan_by_design_is_not_a_fault():
     """Episode statistics of updates where no episode ended, and eval metrics of updates
     without an evaluation, are NaN by design; a NaN loss or one NaN where an evaluation ran is
     a fault."""
-    from marljax.experiment import finite_runs
+    from marljax.shell.experiment import finite_runs
 
     nan = np.nan
     metrics = {  # [G=1, S=2, U=4]
@@ -427,7 +427,7 @@ def test_a_failed_checkpoint_write_ends_the_process_promptly(tmp_path):
 def test_no_space_while_writing_metrics_or_config_keeps_the_previous_file(tmp_path, monkeypatch):
     """Two faults: the disk fills while config.json / metrics.npz are written. The error
     propagates (naming the file), the previous file is kept and no temporary file is left."""
-    from marljax import experiment, results
+    from marljax.shell import outputs, results
 
     def no_space(obj, f, **kwargs):  # half written, then the disk is full
         f.write('{"a": ')
@@ -445,9 +445,9 @@ def test_no_space_while_writing_metrics_or_config_keeps_the_previous_file(tmp_pa
         results.write_json(config, {"a": 2})
     monkeypatch.undo()
     np.savez(tmp_path / "metrics.npz", x=np.arange(3))
-    monkeypatch.setattr(experiment.np, "savez", no_space_npz)
+    monkeypatch.setattr(outputs.np, "savez", no_space_npz)
     with pytest.raises(OSError, match="No space left.*metrics.tmp.npz"):
-        experiment._write_outputs(str(tmp_path), SimpleNamespace(exp=None), {"x": np.arange(4)})
+        outputs.write_metrics(str(tmp_path), SimpleNamespace(exp=None), {"x": np.arange(4)})
     monkeypatch.undo()
     assert json.loads(config.read_text()) == {"a": 1}
     with np.load(tmp_path / "metrics.npz") as m:

@@ -16,7 +16,7 @@ from marljax.agents.qlearning import QConfig, QHParams, make_q_learner, q_table
 from marljax.agents.qlearning.networks import make_q_networks
 from marljax.agents.shaq import SHAQConfig
 from marljax.agents.transf_qmix import TransfQMIXConfig
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 A, G = 9, 3  # a 3x3 lattice in three groups of three agents (rows)
 

@@ -26,7 +26,7 @@ from marljax.agents.sac import (
 )
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams, TimeStep
-from marljax.train import TrainConfig, broadcast_hparams, make_train, sweep
+from marljax.training import TrainConfig, broadcast_hparams, make_train, sweep
 
 # ----------------------------------------------------------------------------- a tiny env
 
@@ -412,7 +412,9 @@ def test_used_entries_only_counts_the_roles_own_action_entries():
     for i in range(2):
         keep = used[i] > 0
         mean, log_std = np.split(np.asarray(out[:, i]), 2, axis=-1)
-        sub = marljax.distributions.TanhGaussian(mean[:, keep], np.clip(log_std[:, keep], -20, 2))
+        sub = marljax.nn.distributions.TanhGaussian(
+            mean[:, keep], np.clip(log_std[:, keep], -20, 2)
+        )
         np.testing.assert_allclose(logp[:, i], sub.log_prob(acts[:, i][:, keep]), rtol=1e-4)
     # the temperature step pushes each agent towards -(its used entries): -3 and -4 nats.
     state = make_sac(cfg, env, params).init(jax.random.PRNGKey(0), SACHParams())

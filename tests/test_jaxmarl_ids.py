@@ -16,8 +16,8 @@ import pytest
 from flax import struct
 
 import marljax
-from marljax import cli
 from marljax.core import registry
+from marljax.shell import cli
 
 
 class Box:

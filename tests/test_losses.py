@@ -1,4 +1,4 @@
-"""Tests for `marljax.losses`: hand-computed small cases, each run jitted and un-jitted."""
+"""Tests for `marljax.nn.losses`: hand-computed small cases, each run jitted and un-jitted."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from marljax import losses
+from marljax.nn import losses
 
 JIT = pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
 

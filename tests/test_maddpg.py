@@ -22,11 +22,11 @@ from marljax.agents.maddpg import (
     noise_std,
     td_target,
 )
-from marljax.checkpoint import Checkpointer
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams, TimeStep
-from marljax.execute import ENVS_AXIS
-from marljax.train import TrainConfig, make_train
+from marljax.training.checkpoint import Checkpointer
+from marljax.training.execute import ENVS_AXIS
+from marljax.training.train import TrainConfig, make_train
 
 # ----------------------------------------------------------------------------- pure losses
 

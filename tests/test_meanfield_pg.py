@@ -18,7 +18,7 @@ from marljax.agents import ALGORITHMS, algo_spec
 from marljax.agents.meanfield import MFPGConfig, make_mfpg, mfpg, transfer
 from marljax.agents.ppo import PPOConfig, PPOHParams
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 CONFIG = MFPGConfig(hidden_sizes=(32, 32), num_epochs=2, num_minibatches=2)
 HPARAMS = PPOHParams(lr=3e-3, ent_coef=0.0, gamma=0.9)

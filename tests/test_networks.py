@@ -7,8 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from marljax import distributions
-from marljax.networks import MLP, RecurrentCore, mlp_first_layer, mlp_from_first_layer, orthogonal
+from marljax.nn import distributions
+from marljax.nn.networks import (
+    MLP,
+    RecurrentCore,
+    mlp_first_layer,
+    mlp_from_first_layer,
+    orthogonal,
+)
 
 
 @pytest.mark.parametrize("shape", [(18, 64), (64, 64), (64, 7), (3, 4, 5)])
@@ -132,7 +138,7 @@ def test_apply_once_per_env_equals_every_agent_for_equal_inputs():
 
 def test_sequence_net_names_its_modules_by_class():
     """A default torso passed in keeps the parameter tree of a network built inline."""
-    from marljax.networks import MLP, SequenceNet
+    from marljax.nn.networks import MLP, SequenceNet
 
     net = SequenceNet(MLP((4,), "tanh", 3, 0.01), recurrent=True, gru_size=5)
     p = net.init(
@@ -144,7 +150,7 @@ def test_sequence_net_names_its_modules_by_class():
 
 
 def test_grid_encoder_reads_both_layouts_alike():
-    from marljax.networks import GridEncoder
+    from marljax.nn.networks import GridEncoder
 
     grid = jax.random.normal(jax.random.PRNGKey(0), (2, 4, 5, 3))  # [B, H, W, C]
     extra = jnp.ones((2, 2))
@@ -164,7 +170,7 @@ def test_conv_equals_flax_conv_with_the_same_parameters(kernel_size):
     """`networks.Conv` (a matmul over shifted windows) is flax's SAME, stride-1 Conv."""
     import flax.linen as nn
 
-    from marljax.networks import Conv
+    from marljax.nn.networks import Conv
 
     x = jax.random.normal(jax.random.PRNGKey(0), (2, 3, 7, 6, 4))  # [..., H, W, C], odd H/W
     ours = Conv(5, kernel_size)

@@ -31,9 +31,9 @@ from marljax.agents.sac import (
     temperature_loss,
     twin_critic_loss,
 )
-from marljax.execute import ENVS_AXIS
-from marljax.mixers import vdn_mix
-from marljax.replay import make_replay
+from marljax.nn.mixers import vdn_mix
+from marljax.nn.replay import make_replay
+from marljax.training.execute import ENVS_AXIS
 
 JIT = [False, True]
 

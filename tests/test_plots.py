@@ -1,5 +1,5 @@
 """Plots of run directories, learning curves, social-metric curves and swarm snapshots
-(`marljax.evaluation.plots`, `marljax.results.plot_learning_curves`, `marljax plot`).
+(`marljax.evaluation.plots`, `marljax.shell.results.plot_learning_curves`, `marljax plot`).
 
 The figures are inspected before they are closed (`_save` is wrapped), so the tests check what is
 drawn, not only that a PNG appeared. Run directories are written by hand (config.json and
@@ -17,8 +17,8 @@ import pytest
 
 import marljax
 import marljax.envs.swarm  # noqa: F401  (registers swarm/*)
-from marljax import cli, results
 from marljax.evaluation import plots
+from marljax.shell import cli, results
 
 # NaN returns (updates without a finished episode) must never reach numpy as an empty slice.
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -180,7 +180,7 @@ def test_plot_runs_adds_social_metric_curves(tmp_path, captured):
 
 
 def _run_dir(path, settings=({},), lr=3e-4, shift=0.0, seed=0, algo="mappo"):
-    """A run directory as `marljax.experiment` writes it: `[G, S, U]` returns, one per setting."""
+    """A run directory as `marljax.shell.experiment` writes it: `[G, S, U]` returns, one per setting."""
     path.mkdir(parents=True)
     hparams = [{"lr": s.get("lr", lr), "ent_coef": s.get("ent_coef", 0.01)} for s in settings]
     config = {

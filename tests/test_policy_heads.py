@@ -13,8 +13,8 @@ from marljax.agents import heads
 from marljax.agents.base import AgentParams, Observation
 from marljax.agents.ppo import PPOConfig, PPOHParams, PPONetworks, make_ppo
 from marljax.core import spaces
-from marljax.networks import MLP
-from marljax.train import TrainConfig, make_train
+from marljax.nn.networks import MLP
+from marljax.training.train import TrainConfig, make_train
 
 SMALL = dict(hidden_sizes=(8,), num_epochs=1, num_minibatches=1, gru_size=8, cnn_channels=(4,))
 

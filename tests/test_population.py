@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import marljax
-from marljax.config import ConfigError
+from marljax.core.config import ConfigError
 from marljax.envs.matrix import payoffs as P
 from marljax.envs.matrix import strategies
 from marljax.population import advantage_alignment as aa
@@ -15,7 +15,7 @@ from marljax.population import metasolvers as ms
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.psro import PSROConfig, PSROHParams, make_psro
 from marljax.testing import check_env
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 # A weighted RPS (skew-symmetric, value 0): A p = 0 gives the unique, non-uniform equilibrium
 # p = (1/4, 1/2, 1/4) for both players.
@@ -329,7 +329,7 @@ def test_lola_bad_inputs():
 def test_psro_command_prints_the_nashconv_curve_and_refuses_bad_input(tmp_path, capsys):
     import json
 
-    from marljax.cli import main
+    from marljax.shell.cli import main
 
     path = tmp_path / "psro.json"
     args = ["psro", "--population", "5", "--seeds", "2", "--json", str(path)]
@@ -534,8 +534,8 @@ def test_parse_pool_reads_names_and_weights_and_names_bad_input():
 def test_train_command_trains_against_a_pool_and_psro_alias(tmp_path, capsys):
     import json
 
-    from marljax.cli import main
-    from marljax.experiment import Experiment, build
+    from marljax.shell.cli import main
+    from marljax.shell.experiment import Experiment, build
 
     # one learner against always-cooperate: 4 rounds pay 3 (C) or 5 (D) each
     args = ["train", "--algo", "ippo", "--env", "matrix/ipd-v0", "--set", "env.num_rounds=4",

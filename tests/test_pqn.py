@@ -12,7 +12,7 @@ import pytest
 import marljax
 from marljax.agents import algo_spec
 from marljax.agents.pqn import PQNConfig, PQNHParams, make_pqn_vdn, pqn_vdn_loss, vdn_lambda_targets
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 
 @pytest.mark.parametrize("jit", [False, True])

@@ -12,10 +12,10 @@ import jax
 import pytest
 
 import marljax
-from marljax import config as cfg
 from marljax.agents import ALGORITHMS, Preset, algo_spec, preset
 from marljax.agents.presets import NO_PRESETS, TRAIN_FIELDS, lookup, offered
-from marljax.train import TrainConfig
+from marljax.core import config as cfg
+from marljax.training.train import TrainConfig
 
 PAIRS = [(algo, name) for algo, spec in ALGORITHMS.items() for name in spec.presets]
 

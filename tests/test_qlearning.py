@@ -24,9 +24,9 @@ from marljax.agents.qlearning import (
 )
 from marljax.core import spaces
 from marljax.core.wrappers import Wrapper
-from marljax.mixers import POSITIVE_MAPS, QMixer, vdn_mix
-from marljax.replay import make_replay
-from marljax.train import TrainConfig, make_train
+from marljax.nn.mixers import POSITIVE_MAPS, QMixer, vdn_mix
+from marljax.nn.replay import make_replay
+from marljax.training.train import TrainConfig, make_train
 
 # ----------------------------------------------------------------------------- mixers
 

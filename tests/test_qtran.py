@@ -19,7 +19,7 @@ from marljax.agents.qtran import (
     opt_loss,
     qtran_loss,
 )
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 # A batch of 3 transitions: Q_jt of the taken joint actions, TD targets, Q_jt at the greedy joint
 # action, V_jt, and the sums of the agents' utilities of the taken and the greedy actions.

@@ -11,9 +11,9 @@ import pytest
 from PIL import Image
 
 import marljax
-from marljax.cli import main
 from marljax.evaluation.render import frame_drawer, record_episode, render_episode
-from marljax.experiment import Experiment, run_experiment
+from marljax.shell.cli import main
+from marljax.shell.experiment import Experiment, run_experiment
 
 #: the title (step, returns) changes every frame; the arena is below it
 TITLE_ROWS = 60
@@ -53,7 +53,9 @@ def run_dir(tmp_path_factory):
 
 
 def test_render_of_a_run_writes_one_frame_per_step_into_the_run_dir(run_dir):
-    path = render_episode(run_dir)
+    with pytest.raises(TypeError, match="load_policy"):  # the layer below the run directory
+        render_episode(run_dir)
+    path = marljax.load_policy(run_dir).render()
     assert str(path) == os.path.join(run_dir, "episode_seed0.gif")
     assert len(frames(path)) == 4 + 1  # the reset and the 4 steps of the episode
 
@@ -96,7 +98,9 @@ def test_recorded_states_start_at_the_reset_and_the_episode_ends_with_the_env(ru
     A = policy.env.num_agents
     assert episode.states.agent_pos.shape == (6 + 1, A, 2) and episode.reward.shape == (6, A)
     assert episode.length == 4  # the env's max_steps, inside the budget of 6
-    key_reset = jax.random.split(jax.random.split(key)[0], 1)[0]  # as marljax.rollout.reset
+    key_reset = jax.random.split(jax.random.split(key)[0], 1)[
+        0
+    ]  # as marljax.training.rollout.reset
     state, _ = policy.env.reset(key_reset, policy.env_params)
     np.testing.assert_array_equal(episode.states.food_pos[0], state.food_pos)
 

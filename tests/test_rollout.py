@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import marljax
-from marljax import rollout
 from marljax.agents.base import Agent, AgentParams
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.testing import CountingEnv
-from marljax.train import TrainConfig, combine_shard_metrics, make_train
+from marljax.training import rollout
+from marljax.training.train import TrainConfig, combine_shard_metrics, make_train
 
 KEY = jax.random.PRNGKey(0)
 

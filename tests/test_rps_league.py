@@ -12,7 +12,7 @@ import pytest
 import marljax
 from marljax.agents import PPOHParams, ippo
 from marljax.evaluation import population as pop
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 KEY = jax.random.PRNGKey(0)
 #: bots whose moves do not depend on their random draws, so slot-by-slot equality is exact

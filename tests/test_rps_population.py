@@ -14,7 +14,7 @@ from marljax.agents import PPOHParams, ippo
 from marljax.envs.matrix import MatrixGame, ScriptedCoPlayers, payoffs
 from marljax.envs.matrix import rps_bots as B
 from marljax.evaluation import population as pop
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 R, P, S = B.ROCK, B.PAPER, B.SCISSORS
 KEY = jax.random.PRNGKey(0)

@@ -25,9 +25,9 @@ from marljax.agents.shaq import (
     shapley_weights,
     shaq_loss,
 )
-from marljax.checkpoint import Checkpointer
 from marljax.evaluation.shapley import exact_shapley
-from marljax.train import TrainConfig, make_train
+from marljax.training.checkpoint import Checkpointer
+from marljax.training.train import TrainConfig, make_train
 
 # One step of 2 sequences, 2 agents: utilities of the taken actions, alpha, greedy flags, targets.
 Q = jnp.array([[[1.0, 2.0], [-1.0, 3.0]]])  # [T=1, B=2, A=2]

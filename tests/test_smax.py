@@ -187,7 +187,7 @@ if WIN_ID not in registry._REGISTRY:
 
 @pytest.fixture(scope="module")
 def win_run(tmp_path_factory):
-    from marljax.experiment import Experiment, run_experiment
+    from marljax.shell.experiment import Experiment, run_experiment
 
     out = tmp_path_factory.mktemp("runs")
     exp = Experiment(
@@ -200,7 +200,7 @@ def win_run(tmp_path_factory):
 
 
 def test_win_rate_reaches_metrics_marl_eval_and_eval(win_run):
-    from marljax.policy import evaluate_run
+    from marljax.shell.policy import evaluate_run
 
     m = win_run.metrics
     assert {"task/win_rate", "eval/task/win_rate"} <= set(m)
@@ -224,7 +224,7 @@ def test_win_rate_reaches_metrics_marl_eval_and_eval(win_run):
 
 
 def test_progress_shows_the_win_rate():
-    from marljax.execute import progress_postfix
+    from marljax.training.execute import progress_postfix
 
     metrics = {
         "episode_return": np.array([[1.0, 2.0], [1.0, 3.0]]),

@@ -12,13 +12,14 @@ import pytest
 from flax import struct
 
 import marljax
-from marljax import config as cfg
-from marljax import execute as ex
-from marljax import results
-from marljax import sweep as sw
 from marljax.agents.base import Agent
-from marljax.experiment import Experiment
-from marljax.train import TrainConfig, make_train
+from marljax.core import config as cfg
+from marljax.shell import results
+from marljax.shell import space as sp
+from marljax.shell import sweep as sw
+from marljax.shell.experiment import Experiment
+from marljax.training import execute as ex
+from marljax.training.train import TrainConfig, make_train
 
 #: the results and plotting code must not warn (an empty slice is handled, not averaged)
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -31,18 +32,18 @@ TINY_PPO = {"hidden_sizes": (8,), "num_minibatches": 1, "num_epochs": 1}
 
 def test_static_settings_are_refused_with_the_sweepable_list():
     with pytest.raises(cfg.ConfigError) as err:
-        sw.check_sweepable("ippo", ["lr", "hidden_sizes"])
+        sp.check_sweepable("ippo", ["lr", "hidden_sizes"])
     msg = str(err.value)
     assert "'hidden_sizes'" in msg and "static setting of PPOConfig" in msg
     for name in ("lr", "ent_coef", "clip_eps", "gae_lambda"):
         assert name in msg, f"the sweepable {name} is not listed: {msg}"
     with pytest.raises(cfg.ConfigError, match="static setting of TrainConfig"):
-        sw.check_sweepable("qmix", ["num_envs"])
+        sp.check_sweepable("qmix", ["num_envs"])
     with pytest.raises(cfg.ConfigError, match="Did you mean 'ent_coef'"):
-        sw.check_sweepable("mappo", ["ent_coeff"])
+        sp.check_sweepable("mappo", ["ent_coeff"])
     with pytest.raises(cfg.ConfigError, match="seeds are the other sweep axis"):
-        sw.check_sweepable("ippo", ["seed"])
-    sw.check_sweepable("qmix", ["lr", "td_lambda", "eps_finish"])  # traced: accepted
+        sp.check_sweepable("ippo", ["seed"])
+    sp.check_sweepable("qmix", ["lr", "td_lambda", "eps_finish"])  # traced: accepted
 
 
 def test_run_sweep_refuses_before_compiling(tmp_path):
@@ -51,7 +52,7 @@ def test_run_sweep_refuses_before_compiling(tmp_path):
     with pytest.raises(cfg.ConfigError, match="static setting of TrainConfig"):
         Experiment(
             algo="ippo",
-            sample={"rollout_len": sw.Uniform(4, 8)},
+            sample={"rollout_len": sp.Uniform(4, 8)},
             num_samples=2,
             out_dir=str(tmp_path),
         )
@@ -65,13 +66,13 @@ def test_run_sweep_refuses_before_compiling(tmp_path):
 
 def test_random_settings_are_seeded_in_range_and_log_spread():
     space = {
-        "lr": sw.LogUniform(1e-5, 1e-1),
-        "ent_coef": sw.Uniform(0.0, 0.1),
+        "lr": sp.LogUniform(1e-5, 1e-1),
+        "ent_coef": sp.Uniform(0.0, 0.1),
         "clip_eps": [0.1, 0.3],
     }
-    a = sw.random_settings(200, seed=3, **space)
-    assert a == sw.random_settings(200, seed=3, **space)
-    assert a != sw.random_settings(200, seed=4, **space)
+    a = sp.random_settings(200, seed=3, **space)
+    assert a == sp.random_settings(200, seed=3, **space)
+    assert a != sp.random_settings(200, seed=4, **space)
     lr = np.array([s["lr"] for s in a])
     assert ((lr >= 1e-5) & (lr <= 1e-1)).all()
     # Log-uniform: about a quarter of the draws per decade; uniform would put ~90% in the top one.
@@ -79,15 +80,15 @@ def test_random_settings_are_seeded_in_range_and_log_spread():
     assert {s["clip_eps"] for s in a} == {float(np.float32(0.1)), float(np.float32(0.3))}
     assert all(0.0 <= s["ent_coef"] <= 0.1 for s in a)
     # Grid x samples: every grid point with the same draws.
-    settings = sw.make_settings({"gamma": [0.9, 0.99]}, {"lr": sw.LogUniform(1e-4, 1e-2)}, 3)
+    settings = sp.make_settings({"gamma": [0.9, 0.99]}, {"lr": sp.LogUniform(1e-4, 1e-2)}, 3)
     assert len(settings) == 6 and [s["lr"] for s in settings[:3]] == [s["lr"] for s in settings[3:]]
-    assert sw.make_settings({"lr": [1, 2], "gamma": [0.5, 0.9]})[1] == {"lr": 1, "gamma": 0.9}
+    assert sp.make_settings({"lr": [1, 2], "gamma": [0.5, 0.9]})[1] == {"lr": 1, "gamma": 0.9}
 
 
 def test_parse_distribution():
-    assert sw.parse_distribution("log:1e-4:1e-2") == sw.LogUniform(1e-4, 1e-2)
-    assert sw.parse_distribution("uniform:0:0.5") == sw.Uniform(0.0, 0.5)
-    assert sw.parse_distribution("choice:1,2") == sw.Choice((1.0, 2.0))
+    assert sp.parse_distribution("log:1e-4:1e-2") == sp.LogUniform(1e-4, 1e-2)
+    assert sp.parse_distribution("uniform:0:0.5") == sp.Uniform(0.0, 0.5)
+    assert sp.parse_distribution("choice:1,2") == sp.Choice((1.0, 2.0))
     for bad, match in [
         ("log:0:1", "0 < low"),
         ("uniform:2:1", "low <= high"),
@@ -95,7 +96,7 @@ def test_parse_distribution():
         ("log:1e-4", "cannot parse"),
     ]:
         with pytest.raises(cfg.ConfigError, match=match):
-            sw.parse_distribution(bad, "lr")
+            sp.parse_distribution(bad, "lr")
 
 
 def test_parse_bytes():
@@ -211,7 +212,7 @@ def test_ippo_sweep_writes_curves_and_best_setting(tmp_path):
     # Seeds differ, learning rates reach the program.
     pl = res.metrics["policy_loss"]
     assert not np.array_equal(pl[0, 0], pl[0, 1]) and not np.array_equal(pl[0, 0], pl[1, 0])
-    from marljax.experiment import final_returns
+    from marljax.shell.experiment import final_returns
 
     expected = np.nanmean(final_returns(res.metrics), axis=1)
     np.testing.assert_allclose(res.scores, expected)

@@ -11,9 +11,9 @@ import pytest
 
 import marljax
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.checkpoint import Checkpointer
 from marljax.testing import CountingEnv
-from marljax.train import TrainConfig, hparam_grid, make_train, sweep
+from marljax.training import TrainConfig, hparam_grid, make_train, sweep
+from marljax.training.checkpoint import Checkpointer
 
 SMALL = dict(hidden_sizes=(16,), num_minibatches=2, num_epochs=2)
 TINY_RUN = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=4 * 4 * 4)
@@ -154,7 +154,7 @@ def test_checkpoint_resume_equals_uninterrupted(tmp_path, climbing):
 
 
 def test_progress_callback_reports_every_update_and_changes_nothing(climbing, seeds_train):
-    from marljax.train import progress_callback
+    from marljax.training.train import progress_callback
 
     env, params = marljax.make("matrix/climbing-v0")
     agent = make_ppo(PPOConfig(critic_input="global", **SMALL), env, params)

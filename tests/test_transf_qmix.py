@@ -24,7 +24,7 @@ from marljax.agents.transf_qmix import (
     monotonic_mix,
     transf_qmix_loss,
 )
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 TINY = dict(
     embed_dim=8, agent_heads=2, mixer_heads=2, agent_ff=16, mixer_ff=16, agent_layers=1,

@@ -158,6 +158,6 @@ class Agent(NamedTuple):
     #: `data_parallel(axis_name, num_shards)`: the same agent built for one of `num_shards`
     #: data-parallel learners on the mapped device axis `axis_name`, each holding
     #: `1 / num_shards` of the batch (and of a replay buffer), averaging gradients and batch
-    #: statistics over the axis (see the `"envs"` layout of `marljax.execute`). None: the agent
+    #: statistics over the axis (see the `"envs"` layout of `marljax.training.execute`). None: the agent
     #: does not support it.
     data_parallel: Callable[[str, int], Agent] | None = None

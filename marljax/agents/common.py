@@ -198,7 +198,7 @@ def shuffled_minibatches(key: Array, tree: Any, num_minibatches: int) -> Any:
 def data_mean(tree: Any, axis_name: str | None) -> Any:
     """`tree` averaged over the data-parallel device axis (`pmean`); unchanged if `axis_name` is None.
 
-    Data-parallel learners (the `"envs"` layout of `marljax.execute`) each hold an equal share
+    Data-parallel learners (the `"envs"` layout of `marljax.training.execute`) each hold an equal share
     of the batch, so the mean of their gradients is the gradient of the whole batch's mean loss.
     """
     if axis_name is None:

@@ -26,7 +26,7 @@ head that does not fit one, naming both shapes. A joint policy over all agents (
 Bayesian-network policy of `marljax.agents.bn`) implements `JointPolicy`; `IndependentPolicy`
 is the joint policy of independent per-agent heads.
 
-The distributions are built on `marljax.distributions` (so distrax stays behind one module).
+The distributions are built on `marljax.nn.distributions` (so distrax stays behind one module).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax import distributions
 from marljax.core import spaces
+from marljax.nn import distributions
 
 Array = jax.Array
 

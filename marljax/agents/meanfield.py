@@ -14,7 +14,7 @@ Field Control for Artificial Collective Behavior", ICLR 2024):
   `marljax.make("swarm/vicsek-v0", num_agents=100, mean_field="kernel")`. Its size does not
   depend on `A` either, so the critic transfers too.
 - **Update**: PPO's clipped surrogate, GAE and clipped value loss
-  (`marljax.losses.ppo_clip_loss`, `marljax.losses.gae`, `marljax.losses.value_loss`) over all
+  (`marljax.nn.losses.ppo_clip_loss`, `marljax.nn.losses.gae`, `marljax.nn.losses.value_loss`) over all
   agents' samples. With a shared policy and a global (mean-field) reward, the average over
   agents of `grad log pi(a_i | o_i) A(mu)` estimates the policy gradient of the mean-field
   control problem for the shared decentralised policy (the quantity Dec-POMFC optimises), with
@@ -32,7 +32,7 @@ from PPO.
 
     env, params = marljax.make("swarm/vicsek-v0", num_agents=100)
     agent = mfpg(env, params)                    # or make_mfpg(MFPGConfig(), env, params)
-    ...train with marljax.train.make_train...
+    ...train with marljax.training.train.make_train...
     big_env, big_params = marljax.make("swarm/vicsek-v0", num_agents=10_000)
     big_agent = transfer(MFPGConfig(), big_env, agent_state, env_params=big_params)
 """
@@ -54,7 +54,7 @@ from marljax.agents.ppo import (
     PPONetworks,
     make_ppo,
 )
-from marljax.config import param
+from marljax.core.config import param
 from marljax.core.types import Environment, EnvParams
 
 

@@ -15,7 +15,7 @@ One update of an off-policy learner, whatever its losses:
         replay, replay_state, carry, key, env_steps=env_steps, learning_starts=learning_starts,
         num_steps=4, gradient_step=step, zero_metrics=zeros)
 
-Data-parallel learners (the `"envs"` layout of `marljax.execute`) keep a buffer of their own
+Data-parallel learners (the `"envs"` layout of `marljax.training.execute`) keep a buffer of their own
 environments and sample their share of every batch; `shard_config` divides a config's batch and
 buffer sizes by the number of shards.
 """
@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from marljax.replay import Replay, ReplayState
+from marljax.nn.replay import Replay, ReplayState
 
 Array = jax.Array
 

@@ -42,11 +42,11 @@ class Preset:
       config: overrides of the algorithm's static config (`AlgoSpec.config_cls` fields).
       hparams: overrides of its traced hyperparameters (`AlgoSpec.hparams_cls` fields).
       source: the paper or project and its config file, and what is not reproduced.
-      train: overrides of `marljax.train.TrainConfig` (`num_envs`, `rollout_len`,
+      train: overrides of `marljax.training.train.TrainConfig` (`num_envs`, `rollout_len`,
         `total_env_steps`) where the source fixes them; applied by the experiment layer.
       notes: anything else a user should know before running it.
 
-    The three override dicts are plain `dict`s (what `marljax.config.replace_checked` takes);
+    The three override dicts are plain `dict`s (what `marljax.core.config.replace_checked` takes);
     presets are shared constants, so copy one before changing it.
     """
 
@@ -99,46 +99,6 @@ def lookup(presets: Mapping[str, Preset], name: str, what: str) -> Preset:
     raise KeyError(f"Unknown preset {name!r} for {what}.{hint} Presets available: {available}.")
 
 
-def preset(algo: str, name: str) -> Preset:
-    """The preset `name` of algorithm `algo` (see `AlgoSpec.presets`).
-
-    Args:
-      algo: an algorithm of `marljax.agents.ALGORITHMS`.
-      name: one of its presets.
-
-    Returns:
-      The `Preset`: `.config`, `.hparams` and `.train` are override mappings for the
-      algorithm's config class, hparams class and `TrainConfig`.
-
-    Raises:
-      KeyError: an unknown algorithm, or a preset the algorithm does not have (the message names
-        the algorithm, close matches and the available presets, or why it has none).
-    """
-    from marljax.agents import ALGORITHMS, algo_spec  # the registry imports this module
-
-    spec = algo_spec(algo)
-    if not spec.presets and algo in NO_PRESETS:
-        raise KeyError(f"Algorithm {algo!r} has no presets: {NO_PRESETS[algo]}")
-    if name not in spec.presets:
-        others = [a for a, s in ALGORITHMS.items() if name in s.presets]
-        if others:  # e.g. harl_masac under hasac, mappo_paper under ippo
-            config = ALGORITHMS[others[0]].presets[name].config
-            clash = sorted(
-                k for k, v in spec.config_defaults.items() if k in config and config[k] != v
-            )
-            why = (
-                f"it sets {', '.join(clash)}, part of what defines {algo!r}"
-                if clash
-                else ("it was published for another algorithm")
-            )
-            raise KeyError(
-                f"Preset {name!r} is not offered for algorithm {algo!r} ({why}); it is offered "
-                f"for {', '.join(others)}. Presets available for {algo!r}: "
-                f"{', '.join(sorted(spec.presets)) or 'none'}."
-            )
-    return lookup(spec.presets, name, f"algorithm {algo!r}")
-
-
 #: algorithms with no published configuration here, and why
 NO_PRESETS: dict[str, str] = {
     "bn_mappo": (
@@ -153,4 +113,4 @@ NO_PRESETS: dict[str, str] = {
 }
 
 
-__all__ = ["NO_PRESETS", "TRAIN_FIELDS", "Preset", "lookup", "offered", "preset"]
+__all__ = ["NO_PRESETS", "TRAIN_FIELDS", "Preset", "lookup", "offered"]

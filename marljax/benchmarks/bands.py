@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from marljax import results
 from marljax.benchmarks import scores
+from marljax.shell import results
 
 #: the packaged reference bands
 BANDS_PATH = os.path.join(os.path.dirname(__file__), "data", "bands.json")

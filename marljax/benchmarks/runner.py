@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from marljax import results
 from marljax.benchmarks import scores
 from marljax.benchmarks.suite import TASKS, Cell, cell, experiment_kwargs
-from marljax.config import ConfigError
+from marljax.core.config import ConfigError
+from marljax.shell import results
 
 #: the packaged published numbers (`{cell name: {...}}`), see `published`
 PUBLISHED_PATH = os.path.join(os.path.dirname(__file__), "data", "published.json")
@@ -114,7 +114,7 @@ def run_benchmark(
       budget: `"published"` (each source's budget), `"cpu"` (the stated CPU budget of each
         cell) or env steps for every cell.
       progress: progress bars.
-      max_memory_bytes: device memory budget of one cell (see `marljax.execute`).
+      max_memory_bytes: device memory budget of one cell (see `marljax.training.execute`).
 
     Returns:
       The plan file's content: `{"plan": ..., "cells": {name: summary}}`.
@@ -124,7 +124,7 @@ def run_benchmark(
       ValueError: `out_dir` holds a benchmark with another plan.
     """
     from marljax.core.registry import spec
-    from marljax.experiment import Experiment
+    from marljax.shell.experiment import Experiment
 
     cells = plan_cells(list(tasks), list(algos))
     plan = Plan(tuple(c.name for c in cells), int(seeds), int(seed), parse_budget(budget))
@@ -180,7 +180,7 @@ def _open(out_dir: str, plan: Plan) -> dict[str, Any]:
 
 def _run_cell(exp, run_dir: str, progress: bool, max_memory_bytes: int | None) -> str:
     """Train one cell, continuing from its newest checkpoint if it was interrupted."""
-    from marljax.experiment import run_experiment
+    from marljax.shell.experiment import run_experiment
 
     resume = run_dir if os.path.exists(os.path.join(run_dir, "config.json")) else None
     if resume is None and os.path.isdir(run_dir):

@@ -333,7 +333,7 @@ def cell(task_name: str, algo: str) -> Cell:
 
 
 def experiment_kwargs(c: Cell, steps: int) -> dict[str, Any]:
-    """The `marljax.experiment.Experiment` fields of a cell trained for `steps` env steps."""
+    """The `marljax.shell.experiment.Experiment` fields of a cell trained for `steps` env steps."""
     t = TASKS[c.task]
     return dict(
         algo=c.algo,

@@ -278,13 +278,21 @@ def _as_leaf(params: EnvParams, name: str, value: Any) -> Any:
     raise TypeError(f"Option {name!r} must be a number or an array, got {type(value).__name__}.")
 
 
-_BUILTIN_LOADED = False
+#: callables that register env families, run once before the first lookup (`add_loader`)
+_LOADERS: list[Callable[[], Any]] = []
+
+
+def add_loader(load: Callable[[], Any]) -> None:
+    """Run `load()` (which registers envs) once, before the registry is first read.
+
+    The package face adds the loader of the built-in families (`marljax.envs`), so this module
+    imports no env: the envs depend on the registry, never the other way round. A package of
+    envs of its own can add its loader the same way, or simply register on import.
+    """
+    _LOADERS.append(load)
 
 
 def _ensure_builtin() -> None:
-    """Import the built-in env families so that they register themselves."""
-    global _BUILTIN_LOADED
-    if not _BUILTIN_LOADED:
-        import marljax.envs  # noqa: F401  (registers the families)
-
-        _BUILTIN_LOADED = True
+    """Run the pending loaders (the built-in env families register themselves)."""
+    while _LOADERS:
+        _LOADERS.pop(0)()

@@ -13,7 +13,7 @@ function, writes one PNG and returns its path:
 - `plot_social_metrics`: social-metric curves over training (`marljax.evaluation.social`);
 - `plot_swarm_snapshot`: positions and headings of a swarm (`swarm_snapshot` reads a state).
 
-`plot_runs(run_dirs, out_dir)` reads run directories written by `marljax.experiment`
+`plot_runs(run_dirs, out_dir)` reads run directories written by `marljax.shell.experiment`
 (`config.json`, `metrics.npz`) and writes all the figures that the runs support.
 
 Reference: R. Agarwal et al., "Deep reinforcement learning at the edge of the statistical
@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 from marljax.evaluation import stats
-from marljax.rollout import score_label, task_metric_names
+from marljax.training.rollout import score_label, task_metric_names
 
 PathLike = str | os.PathLike
 
@@ -725,7 +725,7 @@ class RunData:
 
 
 def load_run(run_dir: PathLike) -> RunData:
-    """Read a run directory written by `marljax.experiment.run_experiment`.
+    """Read a run directory written by `marljax.shell.experiment.run_experiment`.
 
     Args:
       run_dir: a directory holding `config.json` and `metrics.npz`.
@@ -1097,7 +1097,7 @@ def plot_runs(
     comparable (normalise them otherwise, with the `stats` functions).
 
     Args:
-      run_dirs: run directories written by `marljax.experiment`.
+      run_dirs: run directories written by `marljax.shell.experiment`.
       out_dir: folder for the PNGs (created); not a run directory nor inside one.
       key: PRNG key (default `PRNGKey(0)`).
       num_resamples: bootstrap resamples.

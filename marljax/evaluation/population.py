@@ -40,9 +40,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax import rollout
 from marljax.agents.base import AgentParams
 from marljax.core.types import Environment, EnvParams, PRNGKey
+from marljax.training import rollout
 
 Array = jax.Array
 
@@ -130,7 +130,7 @@ def episode_returns(
 ) -> tuple[Array, Array]:
     """Play `num_episodes` episodes of `num_rounds` steps in parallel, without auto-reset.
 
-    One `marljax.rollout.rollout`; rewards after an episode's end are not counted. Jittable (`num_episodes`, `num_rounds`, `greedy` static) and
+    One `marljax.training.rollout.rollout`; rewards after an episode's end are not counted. Jittable (`num_episodes`, `num_rounds`, `greedy` static) and
     vmappable over `env_params` (e.g. one one-hot `bot_weights` per bot).
 
     Args:

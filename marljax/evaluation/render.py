@@ -1,10 +1,10 @@
 """Watch a policy: one episode, drawn frame by frame into an animated GIF (and an MP4).
 
-    path = render_episode("runs/<run>")       # greedy, first seed: runs/<run>/episode_seed0.gif
+    path = marljax.load_policy("runs/<run>").render()  # greedy: runs/<run>/episode_seed0.gif
     path = render_episode((env, env_params, policy), "episode.gif", max_steps=20)
     IPython.display.Image(filename=path)      # shows the GIF in a notebook
 
-`record_episode` plays one episode as a jitted `lax.scan` of `marljax.rollout.step` (the acting
+`record_episode` plays one episode as a jitted `lax.scan` of `marljax.training.rollout.step` (the acting
 step of training and evaluation) in one environment that is never reset, and returns the env
 states stacked along time; `frame_drawer(env)` returns the matplotlib function that draws one
 state of `env`'s family; `render_episode` draws every state on the host and writes the frames
@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax import rollout
 from marljax.core.types import Environment, EnvParams, PRNGKey
+from marljax.training import rollout
 
 Array = jax.Array
 
@@ -88,7 +88,7 @@ def record_episode(
 ) -> Episode:
     """Play `num_steps` steps of one environment with `agent` and keep every env state.
 
-    One `lax.scan` of `marljax.rollout.step` in `rollout.batched_env(env, auto_reset=False)`,
+    One `lax.scan` of `marljax.training.rollout.step` in `rollout.batched_env(env, auto_reset=False)`,
     so the episode's final state is kept (steps after it continue from it; `Episode.length`
     says where the episode ended). Jitted; `env`, `agent`, `num_steps` and `greedy` are static.
 
@@ -134,26 +134,24 @@ def render_episode(
     seed: int = 0,
     max_steps: int | None = None,
     fps: float = 5,
-    setting: Any = None,
     dpi: int = 80,
 ) -> Path:
     """Play one episode of a policy and write it as an animated GIF (and MP4 with ffmpeg).
 
     Args:
-      source: a run directory (its greedy policy: `marljax.load_policy(source,
-        setting=setting)`, the first seed), a `marljax.policy.Policy`, or a tuple `(env,
+      source: a `marljax.shell.policy.Policy` (`marljax.load_policy(run_dir)`; for a run
+        directory, `load_policy(run_dir).render(...)` calls this), or a tuple `(env,
         env_params, policy)` where `policy` is a `Policy` or any callable with `Policy`'s
         signature `policy(observation, carry, key) -> (actions [E, A, ...], carry)` (an
         `initial_carry(num_envs)` method is used when it has one).
-      path: the GIF to write (default: `episode_seed<seed>.gif` in the run directory of a run
-        directory or a `Policy`, with a sweep's setting in the name; in the current directory
+      path: the GIF to write (default: `episode_seed<seed>.gif` in the run directory of a
+        `Policy`, with a sweep's setting in the name; in the current directory
         for `(env, env_params, policy)`). An MP4 of the same name is written beside it when an
         `ffmpeg` executable is on PATH.
       seed: PRNG seed of the episode (its reset and any sampling).
       max_steps: step budget (default: the env params' `max_steps`); the animation stops at
         the end of the episode or after `max_steps` steps.
       fps: frames per second.
-      setting: which setting of a sweep (as `load_policy`; default the best).
       dpi: resolution of the frames.
 
     Returns:
@@ -161,14 +159,14 @@ def render_episode(
 
     Raises:
       ValueError: an env family it cannot draw (listing those it can), bad `fps` /
-        `max_steps`, or a setting the run does not have.
-      FileNotFoundError: not a run directory, or a run without checkpoints.
+        `max_steps`.
+      TypeError: a run directory (load it with `marljax.load_policy` first) or another type.
     """
     if not fps > 0:
         raise ValueError(f"fps must be > 0, got {fps}")
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-    src = _resolve(source, setting)
+    src = _resolve(source)
     draw = frame_drawer(src.env)  # an env it cannot draw fails before anything compiles
     num_steps = _budget(src.env_params) if max_steps is None else int(max_steps)
     episode = record_episode(src.env, src.env_params, src.agent, src.agent_state, src.hparams,
@@ -239,7 +237,7 @@ def _title(env: Environment, step: int, length: int, returns: np.ndarray) -> str
 
 
 def _budget(env_params: EnvParams) -> int:
-    from marljax.train import TrainConfig, eval_budget
+    from marljax.training.train import TrainConfig, eval_budget
 
     try:
         return eval_budget(TrainConfig(), env_params)
@@ -269,24 +267,24 @@ class _Source(NamedTuple):
     run_dir: str | None  # where the GIF goes by default
 
 
-def _resolve(source: Any, setting: Any) -> _Source:
-    """The `_Source` of a run directory, a `Policy` or `(env, env_params, policy)`."""
-    from marljax.policy import Policy, load_policy
-
+def _resolve(source: Any) -> _Source:
+    """The `_Source` of a `Policy` (or any object with its fields) or `(env, env_params, policy)`."""
     if isinstance(source, (str, os.PathLike)):
-        source = load_policy(source, setting=setting)
-    elif setting is not None:
-        raise ValueError("setting= goes with a run directory")
-    if isinstance(source, Policy):
+        raise TypeError(
+            f"render_episode takes a policy, not a run directory ({str(source)!r}): use "
+            "`marljax.load_policy(run_dir, setting=...).render(...)` or `marljax render RUN`."
+        )
+    if _is_policy(source):
         return _Source(source.env, source.env_params, source.agent, source.agent_state,
-                       source.hparams, source.greedy, source.setting, source.run_dir)  # fmt: skip
+                       source.hparams, source.greedy, dict(getattr(source, "setting", {})),
+                       getattr(source, "run_dir", None))  # fmt: skip
     if not (isinstance(source, tuple) and len(source) == 3):
         raise TypeError(
-            "render_episode takes a run directory, a Policy, or (env, env_params, policy); got "
-            f"{type(source).__name__}"
+            "render_episode takes a Policy (`marljax.load_policy`) or (env, env_params, policy); "
+            f"got {type(source).__name__}"
         )
     env, env_params, policy = source
-    if isinstance(policy, Policy):
+    if _is_policy(policy):
         return _Source(env, env_params, policy.agent, policy.agent_state, policy.hparams,
                        policy.greedy, {}, None)  # fmt: skip
     if not callable(policy):
@@ -296,6 +294,14 @@ def _resolve(source: Any, setting: Any) -> _Source:
     except TypeError:  # an unhashable callable: not cached, compiled on each call
         agent = _callable_agent.__wrapped__(policy)
     return _Source(env, env_params, agent, (), (), False, {}, None)
+
+
+_POLICY_FIELDS = ("env", "env_params", "agent", "agent_state", "hparams", "greedy")
+
+
+def _is_policy(x: Any) -> bool:
+    """A `marljax.shell.policy.Policy`, or anything with its fields (this layer sits below it)."""
+    return all(hasattr(x, f) for f in _POLICY_FIELDS)
 
 
 @functools.lru_cache(maxsize=16)

@@ -4,7 +4,7 @@
     metrics["episode_return"]            # [] mean per-agent return of the finished episodes
     metrics["episode_return_per_agent"]  # [A]
 
-Everything is one `lax.scan` of `marljax.rollout.step` (the same acting step as training), so it
+Everything is one `lax.scan` of `marljax.training.rollout.step` (the same acting step as training), so it
 jits once and vmaps over seeds' agent states. By default the agent acts greedily
 (`agent.act(..., greedy=True)`: the mode of its policy, or argmax Q); pass `greedy=False` to
 evaluate the stochastic (exploring) policy.
@@ -17,8 +17,8 @@ from typing import Any
 
 import jax
 
-from marljax import rollout
 from marljax.core.types import Environment, EnvParams, PRNGKey
+from marljax.training import rollout
 
 Array = jax.Array
 
@@ -37,7 +37,7 @@ def evaluate_policy(
 ) -> dict[str, Array]:
     """Roll out `agent`'s policy for `num_steps` steps in `num_envs` environments.
 
-    The environments are `marljax.rollout.batched_env(env, wrap=wrap)` (episode statistics and
+    The environments are `marljax.training.rollout.batched_env(env, wrap=wrap)` (episode statistics and
     auto-reset). Per-episode metrics that a wrapper reports in `extras` under `"group/name"`
     keys with one scalar per env (e.g. the social metrics of
     `marljax.evaluation.social.SocialMetrics`) are averaged too.
@@ -57,7 +57,7 @@ def evaluate_policy(
     Returns:
       A dict of `[]` means over the episodes that finished (NaN if none did):
       `"episode_return"`, `"episode_return_per_agent"` (`[A]`), `"episode_length"`, each
-      `"group/name"` extra, and `"num_episodes"` (see `marljax.rollout.episode_statistics`).
+      `"group/name"` extra, and `"num_episodes"` (see `marljax.training.rollout.episode_statistics`).
     """
     vec_env = rollout.batched_env(env, wrap=wrap)
     key_reset, key_run = jax.random.split(key)

@@ -40,9 +40,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax import rollout
 from marljax.agents.base import Agent
 from marljax.core.types import Environment, EnvParams
+from marljax.training import rollout
 
 Array = jax.Array
 ValueFn = Callable[[Array, Array], Array]
@@ -217,7 +217,7 @@ def rollout_value_fn(
     """A characteristic function: mean team return when only a coalition runs the agent.
 
     `value(mask, key)` resets `num_episodes` environments, rolls them out for `num_steps` steps
-    (`marljax.rollout.rollout`) with the agent's policy, replaces the actions of agents with
+    (`marljax.training.rollout.rollout`) with the agent's policy, replaces the actions of agents with
     `mask[i] = False` by the baseline policy, and returns the mean over episodes of the team
     return `sum_t sum_i r[t, i]` up to each episode's first end (later steps are ignored, no
     reset).

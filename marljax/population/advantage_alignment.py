@@ -52,7 +52,7 @@ from flax import struct
 
 from marljax.agents.base import Agent
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
-from marljax.config import ConfigError, check_ranges, param
+from marljax.core.config import ConfigError, check_ranges, param
 from marljax.core.types import Environment, EnvParams
 from marljax.population.lola import (
     SWAP_STATES,
@@ -181,7 +181,7 @@ def make_aa_ppo(
     PPO (`marljax.agents.ppo.make_ppo`) whose advantages are `aligned_pair_advantages` of the
     two agents' GAE advantages, weighted by `hparams.aa_beta` (`AAPPOHParams`, its
     `default_hparams`); the proximal variant of the paper's update. Train it with
-    `marljax.train.make_train` like any agent.
+    `marljax.training.train.make_train` like any agent.
 
     Args:
       env: a two-player env.

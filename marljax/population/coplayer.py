@@ -4,7 +4,7 @@ PSRO's best-response step trains a policy against the other player's meta-mixtur
 normal-form game a mixture of policies is again a mixed strategy over actions
 (`sum_k sigma[k] pi^k`), so the opponent is a co-player that samples its action from a
 distribution held in the env params, where it is traced: one compiled training program (any
-registered agent through `marljax.train.make_train`) serves every PSRO iteration, and a batch of
+registered agent through `marljax.training.train.make_train`) serves every PSRO iteration, and a batch of
 opponents is one `vmap` over params.
 
 The learner is agent 0 of the inner game. To train the column player, give the game with the

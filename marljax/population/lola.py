@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from marljax.config import ConfigError, check_ranges, param
+from marljax.core.config import ConfigError, check_ranges, param
 from marljax.envs.matrix.payoffs import prisoners_dilemma
 
 Array = jax.Array

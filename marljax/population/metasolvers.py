@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from marljax.config import ConfigError, param
+from marljax.core.config import ConfigError, param
 
 Array = jax.Array
 

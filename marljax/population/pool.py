@@ -9,7 +9,7 @@ when they meet each other.
 - `pool_strategy` turns a pool of scripted `Strategy`s (`marljax.envs.matrix.strategies`) into
   one `Strategy` that draws a member at every episode start (its `init`) and plays it until the
   episode ends; `ScriptedCoPlayers(env, {1: pool_strategy(...)})` is then the env of one learner
-  against the pool, trainable by any registered agent through `marljax.train.make_train`.
+  against the pool, trainable by any registered agent through `marljax.training.train.make_train`.
 - `agent_strategy` freezes a trained single-learner agent into a `Strategy`, so learned
   snapshots can join a pool.
 - `make_pool_training` builds that env, a registered agent for it and its `Trainer`.
@@ -36,14 +36,14 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents.base import Agent, Observation
-from marljax.config import ConfigError
+from marljax.core.config import ConfigError
 from marljax.core.types import Environment, EnvParams
 from marljax.envs.matrix.coplayers import ScriptedCoPlayers
 from marljax.envs.matrix.matrix_game import MatrixGame, MatrixGameState
 from marljax.envs.matrix.strategies import STRATEGIES, Strategy, get_strategy
 from marljax.evaluation.crossplay import crossplay_matrix
 from marljax.evaluation.rollout import evaluate_policy
-from marljax.train import TrainConfig, Trainer, make_train
+from marljax.training.train import TrainConfig, Trainer, make_train
 
 Array = jax.Array
 

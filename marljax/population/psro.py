@@ -27,7 +27,7 @@ Best responses (`PSROConfig.best_response`):
   per episode) and actions from both policies, steps the env, and ascends REINFORCE
   `grad = mean((r - mean r) * grad log pi(a))` with step `br_learning_rate`;
 - `agent`: trained by a registered agent (`PSROConfig.br_algo`, e.g. `ippo`) with
-  `marljax.train.make_train` on `MixedCoPlayer`, the game seen by one learner whose co-player
+  `marljax.training.train.make_train` on `MixedCoPlayer`, the game seen by one learner whose co-player
   samples from the opponent's meta-mixture held in the env params, so one compiled training
   program serves every iteration and both players (a `vmap` over the two roles, the column
   player's game with the roles swapped). The new policy is the trained agent's action
@@ -54,13 +54,13 @@ import numpy as np
 from flax import struct
 
 from marljax.agents.base import Observation
-from marljax.config import ConfigError, check_ranges, param
+from marljax.core.config import ConfigError, check_ranges, param
 from marljax.core.types import Environment, EnvParams
 from marljax.envs.matrix.matrix_game import MatrixGame
 from marljax.evaluation import normal_form as nf
 from marljax.population.coplayer import MixedCoPlayer, swap_roles
 from marljax.population.metasolvers import MetaSolverHParams, get_meta_solver
-from marljax.train import TrainConfig, make_train
+from marljax.training.train import TrainConfig, make_train
 
 Array = jax.Array
 

@@ -45,8 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax import distributions
-from marljax.networks import MLP
+from marljax.nn import distributions
+from marljax.nn.networks import MLP
 
 Array = jax.Array
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from marljax.agents import common
 from marljax.agents.bn import graphs as bn
-from marljax.networks import MLP, SequenceNet
+from marljax.nn.networks import MLP, SequenceNet
 
 Array = jax.Array
 

@@ -21,7 +21,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from marljax import distributions
 from marljax.agents import common, offpolicy
 from marljax.agents.base import Agent, AgentParams, Observation, Trajectory
 from marljax.agents.coma.config import COMAConfig, COMAHParams, COMAState
@@ -30,7 +29,8 @@ from marljax.agents.coma.networks import COMANetworks, critic_inputs, default_ne
 from marljax.agents.qlearning.loss import td_targets, team_reward
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import SequenceNet
+from marljax.nn import distributions
+from marljax.nn.networks import SequenceNet
 
 Array = jax.Array
 

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents.coma.config import COMAConfig
-from marljax.networks import MLP
+from marljax.nn.networks import MLP
 
 Array = jax.Array
 

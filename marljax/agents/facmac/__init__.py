@@ -5,7 +5,7 @@ with two changes:
 
 - the critic is factored: per-agent utilities `Q_i(o_i, a_i)` (shared parameters with the agent's
   id by default) mixed into `Q_tot(s, a) = mixer(Q_1, ..., Q_A; s)` by QMIX's monotonic mixer
-  (`marljax.mixers.QMixer`, the value-based learner's) or VDN's sum, trained on the team reward
+  (`marljax.nn.mixers.QMixer`, the value-based learner's) or VDN's sum, trained on the team reward
   with the value-based learner's `mixed_td_loss` and Polyak-averaged targets;
 - the centralised policy gradient: all actors ascend `Q_tot` of the joint action of the CURRENT
   policies, the gradient flowing to every actor through the mixer (`centralised_actor_loss`),

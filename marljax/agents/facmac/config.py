@@ -17,7 +17,7 @@ from flax import struct
 from marljax.agents import common
 from marljax.agents.maddpg.config import MADDPGConfig, MADDPGHParams
 from marljax.agents.presets import Preset, lookup
-from marljax.config import param
+from marljax.core.config import param
 
 MIXERS = ("qmix", "vdn")
 
@@ -29,7 +29,7 @@ class FACMACConfig(MADDPGConfig):
     Attributes:
       parameter_mode: as MADDPG's; the default `shared_id` is FACMAC's (one actor and one
         utility network for all agents, the agent's one-hot id in the input).
-      mixer: "qmix" (monotonic hypernetwork mixer on the state, `marljax.mixers.QMixer`) or
+      mixer: "qmix" (monotonic hypernetwork mixer on the state, `marljax.nn.mixers.QMixer`) or
         "vdn" (the sum of the utilities).
       mixer_embed_dim: width of the QMIX mixing layer.
       hypernet_layers: 1 (linear hypernetworks) or 2.

@@ -9,11 +9,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from marljax import mixers
 from marljax.agents import common
 from marljax.agents.facmac.config import FACMACConfig
 from marljax.agents.maddpg.networks import MADDPGModel, make_maddpg_model
 from marljax.core.types import Environment, EnvParams
+from marljax.nn import mixers
 
 Array = jax.Array
 
@@ -27,7 +27,7 @@ class FACMACModel(MADDPGModel):
     utility network on `[actor input, a_i]`.
 
     Attributes:
-      mixer: the `marljax.mixers.QMixer`, or None for VDN's sum.
+      mixer: the `marljax.nn.mixers.QMixer`, or None for VDN's sum.
     """
 
     mixer: Any = None

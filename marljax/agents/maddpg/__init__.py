@@ -15,7 +15,7 @@
 - Exploration: clipped additive Gaussian noise in the unit box, std annealed linearly
   (`noise_start` -> `noise_finish` over `noise_anneal_steps`); uniform random actions during
   `warmup_steps`; greedy acting (`act(..., greedy=True)`) plays `mu_i(o_i)` without noise.
-- Replay: every update adds the rollout to an on-device buffer (`marljax.replay`) and takes
+- Replay: every update adds the rollout to an on-device buffer (`marljax.nn.replay`) and takes
   `round(utd_ratio * rollout_len)` gradient steps (`marljax.agents.offpolicy`).
 
 Defaults follow the paper and its code (openai/maddpg): Adam lr 1e-2 for actors and critics,

@@ -10,8 +10,8 @@ from flax import struct
 
 from marljax.agents import common
 from marljax.agents.presets import Preset, lookup
-from marljax.config import check_ranges, param
-from marljax.replay import ReplayState
+from marljax.core.config import check_ranges, param
+from marljax.nn.replay import ReplayState
 
 Array = jax.Array
 

@@ -21,7 +21,7 @@ from marljax.agents.maddpg import loss as mloss
 from marljax.agents.maddpg.config import MADDPGConfig, MADDPGHParams, MADDPGState
 from marljax.agents.maddpg.networks import MADDPGModel, make_maddpg_model
 from marljax.core.types import Environment, EnvParams
-from marljax.replay import make_replay
+from marljax.nn.replay import make_replay
 
 Array = jax.Array
 
@@ -266,7 +266,7 @@ def make_maddpg(
       config: static structure.
       env: the environment (its spaces and number of agents are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.execute`, which
+      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
         sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
         number of devices): the mapped device axis. Each device keeps a replay buffer of its own
         environments and samples its share of every batch; gradients are averaged over the axis

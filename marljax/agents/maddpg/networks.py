@@ -14,7 +14,7 @@ from marljax.agents import common, heads
 from marljax.agents.maddpg.config import MADDPGConfig
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import MLP
+from marljax.nn.networks import MLP
 
 Array = jax.Array
 

@@ -9,10 +9,10 @@
 - Policy heads (`marljax.agents.heads`): masked categorical, diagonal Gaussian, tanh-Gaussian
   rescaled to the action box; greedy acting (`act(..., greedy=True)`) takes the head's mode.
 - Networks are arguments (`PPONetworks`): by default an MLP for vector observations and a small
-  CNN (`marljax.networks.GridEncoder`) for grid observations; feed-forward or GRU through
-  `marljax.networks.RecurrentCore` (carry reset at episode starts); recurrent training replays
+  CNN (`marljax.nn.networks.GridEncoder`) for grid observations; feed-forward or GRU through
+  `marljax.nn.networks.RecurrentCore` (carry reset at episode starts); recurrent training replays
   whole rollout sequences, minibatched over environments.
-- GAE that bootstraps through truncation but not termination (`marljax.losses.gae`), optional
+- GAE that bootstraps through truncation but not termination (`marljax.nn.losses.gae`), optional
   advantage normalisation, optional value normalisation (running mean/std, MAPPO's ValueNorm),
   optional clipped value loss; the total loss is the importable `ppo_loss`.
 - BN-MAPPO (`graph != "none"`, discrete feed-forward policies): PPO with the Bayesian-network

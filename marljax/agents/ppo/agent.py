@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from marljax import losses
 from marljax.agents import common, heads
 from marljax.agents.base import Agent, AgentParams, Observation, Trajectory
 from marljax.agents.bn.policy import make_bn_policy
@@ -27,6 +26,7 @@ from marljax.agents.ppo.networks import (
 )
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
+from marljax.nn import losses
 
 Array = jax.Array
 
@@ -367,7 +367,7 @@ def make_ppo(
       policy_head: how the actor's outputs become actions (`marljax.agents.heads`); default
         `heads.head_for_space(action space, config.tanh_squash)`. `config.graph` composes it
         into a Bayesian-network joint policy (BN-MAPPO, discrete actions).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.execute`, which
+      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
         sets it through `Agent.data_parallel`): the mapped device axis whose shards together
         hold the rollout. Gradients, advantage normalisation and value-normalisation
         statistics are averaged over it, so every shard takes the whole batch's step.

@@ -8,10 +8,10 @@ from typing import Any, Literal
 import jax
 from flax import struct
 
-from marljax import losses
 from marljax.agents import common
 from marljax.agents.bn import graphs as bn
-from marljax.config import check_ranges, param
+from marljax.core.config import check_ranges, param
+from marljax.nn import losses
 
 Array = jax.Array
 
@@ -32,7 +32,7 @@ class PPOConfig:
       hidden_sizes: widths of the actor and critic MLP torsos.
       activation: torso activation (tanh, relu, elu, gelu, silu).
       torso: the default networks' input layers. "auto": a small CNN
-        (`marljax.networks.GridEncoder`) before the MLP when the network's input space declares
+        (`marljax.nn.networks.GridEncoder`) before the MLP when the network's input space declares
         a grid layout (`Box(..., layout="hwc" | "chw")`), the flat MLP otherwise; "mlp": always
         flatten into the MLP; "cnn": require a grid input. Ignored for user-given networks.
       cnn_channels: output channels of the CNN's convolutions (3x3, "SAME" padding).

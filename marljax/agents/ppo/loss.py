@@ -1,7 +1,7 @@
 """PPO's total actor-critic loss as a pure, importable function (brax `ppo/losses.py` style).
 
-`ppo_loss` combines the clipped surrogate (`marljax.losses.ppo_clip_loss`), the (optionally
-clipped) value loss (`marljax.losses.value_loss`) and an entropy bonus from quantities any
+`ppo_loss` combines the clipped surrogate (`marljax.nn.losses.ppo_clip_loss`), the (optionally
+clipped) value loss (`marljax.nn.losses.value_loss`) and an entropy bonus from quantities any
 actor-critic computes: log-probabilities, values, advantages and entropies. It never reads a
 config: every hyperparameter is an argument (traced, except the static switches).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import chex
 import jax
 
-from marljax import losses
+from marljax.nn import losses
 
 Array = jax.Array
 

@@ -9,9 +9,9 @@ agent id in the `shared_id` mode) to outputs `[..., O]`:
 - `actor_encoder`, `critic_encoder` (optional): modules applied before the recurrent core
   (`PPOConfig.recurrent`), e.g. a CNN over a grid observation.
 
-`marljax.networks.SequenceNet` chains them (encoder, `RecurrentCore`, torso), so every agent keeps
+`marljax.nn.networks.SequenceNet` chains them (encoder, `RecurrentCore`, torso), so every agent keeps
 the ONE recurrent core and its reset convention. The defaults (`default_networks`) follow the
-input space: an MLP for vectors, `marljax.networks.GridEncoder` + MLP for grids
+input space: an MLP for vectors, `marljax.nn.networks.GridEncoder` + MLP for grids
 (`spaces.Box(..., layout=...)`), switchable with `PPOConfig.torso`.
 """
 
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from marljax.agents.ppo.config import PPOConfig
 from marljax.core import spaces
-from marljax.networks import MLP, GridEncoder, SequenceNet
+from marljax.nn.networks import MLP, GridEncoder, SequenceNet
 
 #: orthogonal scale of the actor's output layer (small: a near-uniform initial policy,
 #: Andrychowicz et al. 2021) and of the critic's

@@ -12,7 +12,7 @@ from flax import struct
 from marljax.agents import common
 from marljax.agents.presets import Preset
 from marljax.agents.qlearning.loss import TEAM_REWARDS
-from marljax.config import check_ranges, param
+from marljax.core.config import check_ranges, param
 
 Array = jax.Array
 

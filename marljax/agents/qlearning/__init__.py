@@ -4,21 +4,21 @@
   reward and its own next-state value.
 - `mixer="vdn"`: Q_tot = sum of the agents' chosen-action values (Sunehag et al. 2018).
 - `mixer="qmix"`: Q_tot from a monotonic hypernetwork mixer on the global state (Rashid et al.
-  2018), see `marljax.mixers.QMixer`.
+  2018), see `marljax.nn.mixers.QMixer`.
 
-The agent network is an MLP torso, an optional GRU (`marljax.networks.RecurrentCore`, carry reset
+The agent network is an MLP torso, an optional GRU (`marljax.nn.networks.RecurrentCore`, carry reset
 at episode starts) and a linear head giving one value per action; parameter modes `shared`,
 `shared_id` and `independent` (see `marljax.agents.common`). Acting is epsilon-greedy over legal
 actions, epsilon annealed linearly in environment steps between two traced hyperparameters.
 
-Learning: every update adds the rollout to an on-device replay buffer (`marljax.replay`) as
+Learning: every update adds the rollout to an on-device replay buffer (`marljax.nn.replay`) as
 fixed-length sequences of `sequence_len` steps, together with the recurrent carry at each
 sequence start ("stored state", Kapturowski et al. 2019, R2D2), then takes `gradient_steps`
 gradient steps on uniformly sampled batches of sequences. Targets:
 
 - double-Q (van Hasselt et al. 2016): the online network picks the next action, the target
   network values it; next-action choices respect the next state's action mask;
-- 1-step, n-step or TD(lambda) returns (`marljax.losses`), bootstrapping through truncation (on
+- 1-step, n-step or TD(lambda) returns (`marljax.nn.losses`), bootstrapping through truncation (on
   the value of the episode's final observation) but not termination, and cut at every episode
   boundary inside a sequence;
 - target network: hard copy every `target_update_interval` gradient steps, or Polyak averaging

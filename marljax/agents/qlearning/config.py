@@ -11,9 +11,9 @@ from flax import struct
 
 from marljax.agents import common
 from marljax.agents.presets import Preset, lookup
-from marljax.config import check_ranges, param
-from marljax.mixers import POSITIVE_MAPS
-from marljax.replay import ReplayState
+from marljax.core.config import check_ranges, param
+from marljax.nn.mixers import POSITIVE_MAPS
+from marljax.nn.replay import ReplayState
 
 Array = jax.Array
 

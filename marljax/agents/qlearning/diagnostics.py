@@ -11,7 +11,7 @@ from marljax.agents.base import Observation
 from marljax.agents.qlearning.config import QConfig, QState
 from marljax.agents.qlearning.networks import QNetwork
 from marljax.core.types import Environment, EnvParams
-from marljax.mixers import QMixer, vdn_mix
+from marljax.nn.mixers import QMixer, vdn_mix
 
 Array = jax.Array
 

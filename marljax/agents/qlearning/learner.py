@@ -16,7 +16,7 @@ from marljax.agents.qlearning import loss as qloss
 from marljax.agents.qlearning.config import QConfig, QHParams, QState
 from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
 from marljax.core.types import Environment, EnvParams
-from marljax.replay import make_replay
+from marljax.nn.replay import make_replay
 
 Array = jax.Array
 
@@ -226,7 +226,7 @@ def make_q_learner(
       config: static structure.
       env: the environment (only its spaces, number of agents and `max_steps` are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.execute`, which
+      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
         sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
         number of devices): the mapped device axis. Each device keeps a replay buffer of its
         own environments and samples its share of every batch; gradients are averaged over the

@@ -7,7 +7,7 @@ agents, `N` actions.
 A QMIX / VDN / IQL TD loss with double-Q targets, in a paper's own code:
 
     from marljax.agents.qlearning import double_q_values, mixed_td_loss
-    from marljax.mixers import vdn_mix
+    from marljax.nn.mixers import vdn_mix
 
     q_tm1 = ...                    # [T, B, A, N] online Q of the observed steps
     chosen = jnp.take_along_axis(q_tm1, a_tm1[..., None], -1)[..., 0]         # [T, B, A]
@@ -28,7 +28,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from marljax import losses
+from marljax.nn import losses
 
 Array = jax.Array
 
@@ -95,7 +95,7 @@ def td_targets(
     """Return targets along the time axis, cut at episode ends (no gradient flows through them).
 
         one_step: G_t = r_t + discount_t * v_t;
-        n_step:   `marljax.losses.n_step_returns`;   lambda: `marljax.losses.lambda_returns`.
+        n_step:   `marljax.nn.losses.n_step_returns`;   lambda: `marljax.nn.losses.lambda_returns`.
 
     Args:
       r_t: `[T, ...]` rewards.

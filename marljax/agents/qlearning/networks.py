@@ -16,8 +16,8 @@ from marljax.agents.qlearning.config import QConfig
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
 from marljax.core.wrappers import any_across_vmap
-from marljax.mixers import QMixer, vdn_mix
-from marljax.networks import MLP, RecurrentCore, orthogonal
+from marljax.nn.mixers import QMixer, vdn_mix
+from marljax.nn.networks import MLP, RecurrentCore, orthogonal
 
 Array = jax.Array
 

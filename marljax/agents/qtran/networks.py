@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from marljax.agents.qlearning.networks import QNetworks, make_q_networks
 from marljax.agents.qtran.config import QTRANConfig
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import MLP
+from marljax.nn.networks import MLP
 
 Array = jax.Array
 

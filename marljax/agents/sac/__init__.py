@@ -23,9 +23,9 @@
 - Discrete actions: masked categorical policies; the actor and temperature losses use the exact
   expectation over the agent's own actions (Christodoulou 2019, "Soft Actor-Critic for Discrete
   Action Settings"), the critic sees one-hot actions. Continuous actions: tanh-squashed Gaussian
-  with the log-determinant correction (`marljax.distributions.TanhGaussian`), rescaled to the
+  with the log-determinant correction (`marljax.nn.distributions.TanhGaussian`), rescaled to the
   env's action box; the critic sees actions in `[-1, 1]`.
-- Replay: every update adds the rollout to an on-device buffer (`marljax.replay`, one item per
+- Replay: every update adds the rollout to an on-device buffer (`marljax.nn.replay`, one item per
   transition) as n-step transitions, then takes `round(utd_ratio * rollout_len)` gradient steps.
   The n-step window is cut at episode ends (truncation bootstraps from the final observation,
   termination does not) and at the end of the rollout (the last `n - 1` steps of a rollout use

@@ -11,11 +11,11 @@ import jax
 import numpy as np
 from flax import struct
 
-from marljax import losses
 from marljax.agents import common
 from marljax.agents.presets import Preset, lookup
-from marljax.config import check_ranges, param
-from marljax.replay import ReplayState
+from marljax.core.config import check_ranges, param
+from marljax.nn import losses
+from marljax.nn.replay import ReplayState
 
 Array = jax.Array
 

@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from marljax import distributions, losses
 from marljax.agents import common, offpolicy
 from marljax.agents.base import Agent, AgentParams, Observation, Trajectory
 from marljax.agents.sac import loss as sloss
@@ -27,7 +26,8 @@ from marljax.agents.sac.config import (
 )
 from marljax.agents.sac.networks import SACModel, make_sac_model
 from marljax.core.types import Environment, EnvParams
-from marljax.replay import make_replay
+from marljax.nn import distributions, losses
+from marljax.nn.replay import make_replay
 
 Array = jax.Array
 
@@ -347,7 +347,7 @@ def make_sac(
       config: static structure.
       env: the environment (its spaces and number of agents are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.execute`, which
+      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
         sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
         number of devices): the mapped device axis. Each device keeps a replay buffer of its own
         environments and samples its share of every batch; gradients, the critic targets'

@@ -9,12 +9,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from marljax import distributions
 from marljax.agents import common, heads
 from marljax.agents.sac.config import LOG_STD_MAX, LOG_STD_MIN, SACConfig, SACHParams, SACState
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import MLP, mlp_first_layer, mlp_from_first_layer
+from marljax.nn import distributions
+from marljax.nn.networks import MLP, mlp_first_layer, mlp_from_first_layer
 
 Array = jax.Array
 

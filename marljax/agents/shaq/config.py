@@ -15,7 +15,7 @@ from flax import struct
 
 from marljax.agents.presets import Preset, lookup
 from marljax.agents.qlearning.config import QConfig, QHParams
-from marljax.config import param
+from marljax.core.config import param
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ from marljax.agents.qlearning.networks import QNetworks, make_q_networks
 from marljax.agents.shaq.config import SHAQConfig
 from marljax.agents.shaq.loss import coalition_mean, sample_coalitions
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import orthogonal
+from marljax.nn.networks import orthogonal
 
 Array = jax.Array
 

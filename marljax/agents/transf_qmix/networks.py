@@ -23,7 +23,7 @@ from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
 from marljax.agents.transf_qmix.config import TransfQMIXConfig
 from marljax.agents.transf_qmix.loss import monotonic_mix
 from marljax.core.types import Environment, EnvParams
-from marljax.networks import orthogonal
+from marljax.nn.networks import orthogonal
 
 Array = jax.Array
 
@@ -111,7 +111,7 @@ def _recurrent_token_scan(module, carry, tokens, resets, encoder, recurrent=True
 
     `carry [B, H]`, `tokens [T, B, K, H]`, `resets [T, B]` -> `(carry, outputs [T, B, 1 + K, H])`.
     The hidden token is reset to zeros where a new episode starts (marljax's reset convention,
-    as `marljax.networks.RecurrentCore`), or at every step when not `recurrent`, and becomes the
+    as `marljax.nn.networks.RecurrentCore`), or at every step when not `recurrent`, and becomes the
     output at its own position.
     """
 

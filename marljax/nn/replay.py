@@ -13,7 +13,7 @@ other leaf.
 Episode boundaries are NOT hidden by padding: an item is a window of the environment stream and
 may contain the end of one episode and the start of the next. The items carry the `reset`,
 `terminated` and `truncated` flags, so the learner resets recurrent state and cuts its return
-targets there (see `marljax.losses.lambda_returns(..., done_t=...)`). With sequences aligned to
+targets there (see `marljax.nn.losses.lambda_returns(..., done_t=...)`). With sequences aligned to
 fixed-length episodes (sequence length = episode length = rollout length) every item is exactly
 one episode, as in PyMARL's episode buffer, and no padding is needed because items never end
 early.

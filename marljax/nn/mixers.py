@@ -15,7 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from marljax.networks import orthogonal
+from marljax.nn.networks import orthogonal
 
 Array = jax.Array
 

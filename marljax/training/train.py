@@ -6,10 +6,10 @@
     state, metrics = jax.jit(trainer.run, static_argnums=3)(state, hparams, env_params, 10)
     states, metrics = sweep(trainer, keys, hparam_grid)               # grid x seeds, one program
 
-Many runs, chunks, devices, checkpoints and callbacks: `marljax.execute.execute`.
+Many runs, chunks, devices, checkpoints and callbacks: `marljax.training.execute.execute`.
 
 An *update* is a `lax.scan` of `rollout_len` environment steps over `num_envs` environments
-(`marljax.rollout.rollout`) followed by `agent.update`; a run is a `lax.scan` of updates. The carry (`RunnerState`) holds
+(`marljax.training.rollout.rollout`) followed by `agent.update`; a run is a `lax.scan` of updates. The carry (`RunnerState`) holds
 the agent state, the environments, the recurrent carry and the PRNG key, so resuming from a
 checkpointed carry continues exactly where the run stopped.
 """
@@ -25,11 +25,11 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from marljax import rollout
 from marljax.agents.base import Agent
-from marljax.config import param
+from marljax.core.config import param
 from marljax.core.types import Environment, EnvParams, TimeStep
 from marljax.core.wrappers import any_across_vmap
+from marljax.training import rollout
 
 Array = jax.Array
 
@@ -109,7 +109,7 @@ class RunnerState:
     # shardings of the runner state keep their structure.
     @property
     def rollout_state(self) -> rollout.RolloutState:
-        """The acting loop's part of the carry (see `marljax.rollout`)."""
+        """The acting loop's part of the carry (see `marljax.training.rollout`)."""
         return rollout.RolloutState(
             env_state=self.env_state,
             timestep=self.timestep,
@@ -169,7 +169,7 @@ def make_train(
     The functions know nothing of devices or of the runs around them: under any `vmap` (runs,
     seeds, a user's own) the environments auto-reset only on steps where an episode ended in
     some run of the batch, a real branch (`marljax.core.wrappers.any_across_vmap`); layouts over
-    devices are options of `marljax.execute`.
+    devices are options of `marljax.training.execute`.
 
     With `config.eval_interval > 0`, every `eval_interval`-th update and the last one end with a
     greedy evaluation (`evaluate_greedy`) inside the program, reported as `eval/...` metrics
@@ -320,10 +320,10 @@ def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str
     Inside a mapped axis `axis_name` whose shards each ran `make_train`'s update on their own
     environments: episode averages (`EPISODE_AVERAGES` and `group/name`
     episode metrics) are weighted by each shard's finished episodes
-    (`marljax.rollout.episode_averages`), `num_episodes` is summed, `env_steps` counts every
+    (`marljax.training.rollout.episode_averages`), `num_episodes` is summed, `env_steps` counts every
     shard's steps, and everything else (the agent's losses, which the data-parallel agents
     already average) is the mean over shards. Every shard returns the same values.
-    `marljax.execute`'s `"envs"` layout applies it to every chunk.
+    `marljax.training.execute`'s `"envs"` layout applies it to every chunk.
     """
     episode = _shard_episode_averages(metrics, "", axis_name)
     if EVAL_PREFIX + "num_episodes" in metrics:
@@ -391,35 +391,6 @@ def hparam_grid(base: Any, **values: list) -> tuple[Any, list[dict[str, Any]]]:
 def broadcast_hparams(hparams: Any, num: int) -> Any:
     """`hparams` with every leaf stacked `num` times along a new leading axis."""
     return jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.float32), (num,)), hparams)
-
-
-def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParams | None = None):
-    """Train every (hparams setting, seed) pair as ONE program (`marljax.execute.execute`).
-
-    Args:
-      trainer: from `make_train`.
-      keys: `[S]` PRNG keys (one per seed).
-      hparams_grid: hparams pytree with leaves `[G]` (see `hparam_grid`).
-      env_params: optional env params shared by all runs.
-
-    Returns:
-      `(states, metrics)` as host arrays with leading axes `[G, S]`.
-    """
-    from marljax.execute import execute
-
-    keys = (
-        jax.random.key_data(keys)
-        if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
-        else keys
-    )
-    S, G = int(keys.shape[0]), int(jax.tree.leaves(hparams_grid)[0].shape[0])
-    run_keys = jnp.tile(jnp.asarray(keys), (G, 1))  # run r = g * S + s
-    run_hp = jax.tree.map(
-        lambda x: jnp.repeat(jnp.asarray(x, jnp.float32), S, axis=0), hparams_grid
-    )
-    out = execute(trainer, run_keys, run_hp, env_params=env_params, pad=True)
-    unflat = lambda x: x.reshape(G, S, *x.shape[1:])  # noqa: E731
-    return jax.tree.map(unflat, out.state), {k: unflat(v) for k, v in out.metrics.items()}
 
 
 # ----------------------------------------------------------------------------- progress

@@ -22,7 +22,7 @@ flattened, run `r = g * S + s`) of one `Trainer`. The options are orthogonal:
   checks, logging); returning True stops after that chunk. An exception stops the run.
 - **start**: continue from a saved state (`Start`, e.g. a checkpoint), bit for bit on CPU.
 
-`marljax train`, `marljax sweep`, `marljax.experiment` and the benches are configurations of it
+`marljax train`, `marljax sweep`, `marljax.shell.experiment` and the benches are configurations of it
 (`programs` gives the benches the compiled fused programs themselves).
 """
 
@@ -42,9 +42,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from marljax.config import ConfigError
-from marljax.rollout import TASK_METRIC_PREFIX, task_metric_names
-from marljax.train import Trainer, combine_shard_metrics, make_train
+from marljax.core.config import ConfigError
+from marljax.core.types import EnvParams
+from marljax.training.rollout import TASK_METRIC_PREFIX, task_metric_names
+from marljax.training.train import Trainer, combine_shard_metrics, make_train
 
 #: name of the mesh axis independent runs are sharded over.
 RUNS_AXIS = "runs"
@@ -52,6 +53,7 @@ RUNS_AXIS = "runs"
 ENVS_AXIS = "envs"
 LAYOUTS = ("runs", "envs")
 Layout = Literal["runs", "envs"]
+Array = jax.Array
 
 
 # ----------------------------------------------------------------------------- meshes
@@ -649,6 +651,33 @@ def execute(
     return Execution(_host_state(states, layout, R), history, done, total)
 
 
+def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParams | None = None):
+    """Train every (hparams setting, seed) pair as ONE program (`execute`).
+
+    Args:
+      trainer: from `make_train`.
+      keys: `[S]` PRNG keys (one per seed).
+      hparams_grid: hparams pytree with leaves `[G]` (see `hparam_grid`).
+      env_params: optional env params shared by all runs.
+
+    Returns:
+      `(states, metrics)` as host arrays with leading axes `[G, S]`.
+    """
+    keys = (
+        jax.random.key_data(keys)
+        if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+        else keys
+    )
+    S, G = int(keys.shape[0]), int(jax.tree.leaves(hparams_grid)[0].shape[0])
+    run_keys = jnp.tile(jnp.asarray(keys), (G, 1))  # run r = g * S + s
+    run_hp = jax.tree.map(
+        lambda x: jnp.repeat(jnp.asarray(x, jnp.float32), S, axis=0), hparams_grid
+    )
+    out = execute(trainer, run_keys, run_hp, env_params=env_params, pad=True)
+    unflat = lambda x: x.reshape(G, S, *x.shape[1:])  # noqa: E731
+    return jax.tree.map(unflat, out.state), {k: unflat(v) for k, v in out.metrics.items()}
+
+
 def _put_state(host: Any, mesh: Mesh, layout: str, host_layout: bool = False) -> Any:
     """Place a state `[R, ...]` (runs first, as on the host) for `layout`'s programs."""
     if layout == "runs":
@@ -759,4 +788,5 @@ __all__ = [
     "progress_bar",
     "progress_postfix",
     "state_like",
+    "sweep",
 ]

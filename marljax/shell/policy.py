@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from marljax import config as cfg
-from marljax.rollout import score_label, task_metric_names
-from marljax.train import EVAL_STREAM, eval_budget, make_evaluate
+from marljax.core import config as cfg
+from marljax.training.rollout import score_label, task_metric_names
+from marljax.training.train import EVAL_STREAM, eval_budget, make_evaluate
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,6 +79,23 @@ class Policy:
         """The recurrent carry of `num_envs` environments at the start of their episodes."""
         return self.agent.initial_carry(num_envs)
 
+    def render(
+        self,
+        path: Any = None,
+        seed: int = 0,
+        max_steps: int | None = None,
+        fps: float = 5,
+        dpi: int = 80,
+    ) -> Any:
+        """One greedy episode of this policy as a GIF (and MP4 with ffmpeg): the path written.
+
+        `marljax.evaluation.render.render_episode(self, ...)`; by default the GIF goes into the
+        run directory as `episode[_<setting>]_seed<seed>.gif`. `marljax render RUN` calls this.
+        """
+        from marljax.evaluation.render import render_episode
+
+        return render_episode(self, path, seed=seed, max_steps=max_steps, fps=fps, dpi=dpi)
+
 
 @dataclasses.dataclass
 class _Run:
@@ -95,9 +112,9 @@ class _Run:
 
 
 def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
-    from marljax import execute as ex
-    from marljax import experiment as xp
-    from marljax.checkpoint import Checkpointer
+    from marljax.shell import experiment as xp
+    from marljax.training import execute as ex
+    from marljax.training.checkpoint import Checkpointer
 
     run_dir = os.path.abspath(os.fspath(run_dir))
     path = os.path.join(run_dir, "config.json")
@@ -380,7 +397,7 @@ def evaluate_run(
         scores=scores,
     )
     if write:
-        from marljax import results
+        from marljax.shell import results
 
         name = "eval.json" if env is None else f"eval_{env_id.replace('/', '_')}.json"
         results.write_json(os.path.join(run.run_dir, name), report.to_dict())

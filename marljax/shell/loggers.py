@@ -1,9 +1,9 @@
-"""Loggers: `marljax.execute` callbacks that write metrics as training goes.
+"""Loggers: `marljax.training.execute` callbacks that write metrics as training goes.
 
     run_experiment(exp, callbacks=[TensorBoardLogger("runs/tb"), WandbLogger(project="marl")])
     execute(trainer, keys, hparams, callbacks=[CSVLogger("progress.csv")])
 
-Every logger is called after each chunk with a `marljax.execute.Chunk` (metrics `[R, n]` for
+Every logger is called after each chunk with a `marljax.training.execute.Chunk` (metrics `[R, n]` for
 the chunk's `n` updates of `R` runs) and reports, per update, each scalar metric's mean over
 the runs that have a value (NaN entries, e.g. updates in which no episode ended or updates
 without evaluation, are left out; an update where no run has a value is not logged). The
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from marljax.execute import Chunk
+from marljax.training.execute import Chunk
 
 
 def update_means(info: Chunk) -> Iterator[tuple[int, int, dict[str, float]]]:

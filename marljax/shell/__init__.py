@@ -1,0 +1,32 @@
+"""marljax.shell: what a user runs, on top of the library.
+
+- `experiment`: the typed `Experiment` spec, `build`, `run_experiment` (run directories,
+  resume, loggers, finiteness checks) and `baseline_main` for `baselines/` scripts.
+- `sweep`: hyperparameter spaces, `run_sweep` and the ranking of settings.
+- `policy`: `load_policy` / `Policy` over a run directory, `evaluate_run`, cross-play of runs.
+- `results`: outputs of a run directory (marl-eval JSON, learning curves, summaries).
+- `rundir`: the run directory's format, hashing and lock; `loggers`: CSV, TensorBoard, W&B.
+- `cli`: the `marljax` command.
+
+Quick use::
+
+    from marljax.shell import Experiment, run_experiment
+    run = run_experiment(Experiment(algo="qmix", env="matrix/two_step-v0", seeds=8))
+"""
+
+from marljax.shell.experiment import Experiment, RunResult, build, run_experiment
+from marljax.shell.policy import EvalReport, Policy, evaluate_run, load_policy
+from marljax.shell.sweep import SweepResult, run_sweep
+
+__all__ = [
+    "EvalReport",
+    "Experiment",
+    "Policy",
+    "RunResult",
+    "SweepResult",
+    "build",
+    "evaluate_run",
+    "load_policy",
+    "run_experiment",
+    "run_sweep",
+]

@@ -1,0 +1,86 @@
+"""The `marljax` command line: it only builds configs and calls library functions.
+
+marljax train                                   # the default experiment
+marljax train --algo mappo --env matrix/climbing-v0 --seeds 8 --set lr=3e-4
+marljax train --grid lr=1e-3,3e-4 --grid ent_coef=0,0.01   # grid x seeds, one compile
+marljax train --resume runs/<run>                # continue from the newest checkpoint
+marljax train --check-finite                     # stop at the first NaN/inf, keep checkpoints
+marljax train --algo qmix --env matrix/two_step-v0 --set recurrent=false --qtable
+marljax sweep --algo ippo --sample lr=log:1e-4:1e-2 --num-samples 16 --seeds 4
+marljax plot runs/<run> runs/<other run>         # PNG figures in plots/<run>_vs_<other run>
+marljax psro --env matrix/rps-v0 --meta-solver nash --population 16   # population training
+marljax render runs/<run>                        # one greedy episode as an animated GIF
+marljax envs                                     # list registered environments
+"""
+
+from __future__ import annotations
+
+import sys
+
+from marljax.core import config as cfg
+from marljax.shell.cli.commands import (
+    cmd_bench,
+    cmd_benchmark,
+    cmd_check,
+    cmd_envs,
+    cmd_eval,
+    cmd_plot,
+    cmd_render,
+)
+from marljax.shell.cli.parser import build_parser
+from marljax.shell.cli.train import (
+    cmd_psro,
+    cmd_sweep,
+    cmd_train,
+    experiment_from_args,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.bench_args = extra
+    if args.command is None:
+        parser.print_help()
+        return 0
+    from marljax.shell.experiment import NonFiniteError
+
+    try:
+        if args.command == "train":
+            return cmd_train(args)
+        if args.command == "sweep":
+            return cmd_sweep(args)
+        if args.command == "plot":
+            return cmd_plot(args)
+        if args.command == "eval":
+            return cmd_eval(args)
+        if args.command == "render":
+            return cmd_render(args)
+        if args.command == "envs":
+            return cmd_envs(args)
+        if args.command == "benchmark":
+            return cmd_benchmark(args)
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "psro":
+            return cmd_psro(args)
+        if args.command == "bench":
+            return cmd_bench(args)
+    except (
+        cfg.ConfigError,
+        KeyError,
+        TypeError,
+        ValueError,
+        OSError,  # permission, read-only, not a directory, no space: the message names the path
+        OverflowError,  # a size beyond what the program's integers hold
+        NonFiniteError,
+    ) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        print(f"marljax: error: {msg}", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = ["build_parser", "experiment_from_args", "main"]
