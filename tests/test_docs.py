@@ -43,6 +43,7 @@ COVERED = (
     "marljax.agents.common",
     "marljax.nn.losses",
     "marljax.nn.mixers",
+    "marljax.nn.qvalues",
     "marljax.nn.replay",
     "marljax.training.train",
     "marljax.shell.experiment",

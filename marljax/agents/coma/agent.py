@@ -26,11 +26,11 @@ from marljax.agents.base import Agent, AgentParams, Observation, Trajectory
 from marljax.agents.coma.config import COMAConfig, COMAHParams, COMAState
 from marljax.agents.coma.loss import coma_actor_loss, coma_critic_loss, counterfactual_advantage
 from marljax.agents.coma.networks import COMANetworks, critic_inputs, default_networks
-from marljax.agents.qlearning.loss import td_targets, team_reward
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
 from marljax.nn import distributions
 from marljax.nn.networks import SequenceNet
+from marljax.nn.qvalues import td_targets, team_reward
 
 Array = jax.Array
 

@@ -22,8 +22,8 @@ from marljax.agents.facmac.config import FACMACConfig, FACMACHParams
 from marljax.agents.facmac.networks import FACMACModel, make_facmac_model
 from marljax.agents.maddpg.config import MADDPGState
 from marljax.agents.maddpg.learner import apply_grads, make_ddpg_agent
-from marljax.agents.qlearning.loss import mixed_td_loss
 from marljax.core.types import Environment, EnvParams
+from marljax.nn.qvalues import mixed_td_loss
 
 Array = jax.Array
 

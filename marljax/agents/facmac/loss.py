@@ -2,7 +2,7 @@
 value-based learner (`marljax.agents.qlearning.mixed_td_loss` with the QMIX or VDN mixer).
 
     from marljax.agents import facmac
-    from marljax.agents.qlearning import mixed_td_loss
+    from marljax.nn.qvalues import mixed_td_loss
 
     # utilities q [1, B, A] at the stored actions, v [1, B, A] of the target actors' next actions
     critic_loss, _ = mixed_td_loss(q, v, r, terminated, truncated, gamma, mix_tm1=mix,

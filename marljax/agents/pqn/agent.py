@@ -19,11 +19,10 @@ from marljax.agents import common
 from marljax.agents.base import Agent, AgentParams, Observation, Trajectory
 from marljax.agents.pqn.config import PQNConfig, PQNHParams, PQNState
 from marljax.agents.pqn.loss import pqn_vdn_loss, vdn_lambda_targets
-from marljax.agents.qlearning.learner import epsilon, epsilon_greedy
-from marljax.agents.qlearning.loss import team_reward
-from marljax.agents.qlearning.networks import QNetwork
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
+from marljax.nn.networks import QNetwork
+from marljax.nn.qvalues import epsilon, epsilon_greedy, team_reward
 
 Array = jax.Array
 

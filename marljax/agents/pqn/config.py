@@ -11,8 +11,8 @@ from flax import struct
 
 from marljax.agents import common
 from marljax.agents.presets import Preset
-from marljax.agents.qlearning.loss import TEAM_REWARDS
 from marljax.core.config import check_ranges, param
+from marljax.nn.qvalues import TEAM_REWARDS
 
 Array = jax.Array
 

@@ -25,8 +25,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from marljax.agents.qlearning.loss import masked_argmax
 from marljax.nn import losses
+from marljax.nn.qvalues import masked_argmax
 
 Array = jax.Array
 

@@ -16,30 +16,10 @@ from marljax.agents.qlearning import loss as qloss
 from marljax.agents.qlearning.config import QConfig, QHParams, QState
 from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
 from marljax.core.types import Environment, EnvParams
+from marljax.nn.qvalues import epsilon, epsilon_greedy  # noqa: F401  (also exported here)
 from marljax.nn.replay import make_replay
 
 Array = jax.Array
-
-
-def epsilon(hparams: QHParams, env_steps: Array) -> Array:
-    """Linear epsilon schedule from `eps_start` to `eps_finish` over `eps_anneal_steps` steps."""
-    frac = jnp.clip(env_steps / jnp.maximum(hparams.eps_anneal_steps, 1.0), 0.0, 1.0)
-    return hparams.eps_start + frac * (hparams.eps_finish - hparams.eps_start)
-
-
-def epsilon_greedy(key: Array, q: Array, mask: Array, eps: Array | None) -> Array:
-    """Epsilon-greedy actions `[...]` int32 from `q [..., N]` over legal actions (`mask`).
-
-    With probability `eps` an action uniform over the legal ones, else the masked argmax of
-    `q`; `eps=None` (static) is the greedy policy.
-    """
-    best = qloss.masked_argmax(q, mask)
-    if eps is None:
-        return best.astype(jnp.int32)
-    key_explore, key_random = jax.random.split(key)
-    random = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
-    explore = jax.random.uniform(key_explore, best.shape) < eps
-    return jnp.where(explore, random, best).astype(jnp.int32)
 
 
 def make_optimizer(config: QConfig, hp: QHParams, grad_steps: Array):

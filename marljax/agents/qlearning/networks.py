@@ -7,7 +7,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
@@ -17,33 +16,9 @@ from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams
 from marljax.core.wrappers import any_across_vmap
 from marljax.nn.mixers import QMixer, vdn_mix
-from marljax.nn.networks import MLP, RecurrentCore, orthogonal
+from marljax.nn.networks import QNetwork  # noqa: F401  (also importable from here)
 
 Array = jax.Array
-
-
-class QNetwork(nn.Module):
-    """MLP torso, optional GRU, linear Q head: `(carry, xs, resets) -> (carry, (q, hidden))`.
-
-    `xs [T, B, D]`, `resets [T, B]`, `carry [B, H]`; `q [T, B, N]` and `hidden [T, B, H]` (the
-    GRU state after each step; the torso output when feed-forward, unused). `layer_norm`
-    normalises the torso's hidden layers (PQN).
-    """
-
-    hidden_sizes: tuple[int, ...]
-    activation: str
-    num_actions: int
-    recurrent: bool
-    gru_size: int
-    layer_norm: bool = False
-
-    @nn.compact
-    def __call__(self, carry: Array, xs: Array, resets: Array):
-        h = MLP(self.hidden_sizes, self.activation, layer_norm=self.layer_norm)(xs)
-        if self.recurrent:
-            carry, h = RecurrentCore(self.gru_size)(carry, h, resets)
-        q = nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="q_head")(h)
-        return carry, (q, h)
 
 
 def next_q(

@@ -15,11 +15,11 @@ import jax.numpy as jnp
 from marljax.agents import offpolicy
 from marljax.agents.base import Agent
 from marljax.agents.qlearning import learner as qlearner
-from marljax.agents.qlearning import loss as qloss
 from marljax.agents.qtran import loss as qtran_losses
 from marljax.agents.qtran.config import QTRANConfig, QTRANHParams
 from marljax.agents.qtran.networks import QTRANNetworks, make_qtran_networks
 from marljax.core.types import Environment, EnvParams
+from marljax.nn import qvalues
 
 Array = jax.Array
 
@@ -37,18 +37,18 @@ def loss_fn(nets: QTRANNetworks, params, target_params, batch, hp: QTRANHParams)
     """
     config = nets.config
     b, q, q_next_t, q_next_online = qlearner.unroll(nets, params, target_params, batch)
-    greedy = qloss.masked_argmax(q, b["mask"])  # [L, B, A]
+    greedy = qvalues.masked_argmax(q, b["mask"])  # [L, B, A]
     select = q_next_t if q_next_online is None else q_next_online
-    next_greedy = qloss.masked_argmax(select, b["next_mask"])  # [L, B, A]
+    next_greedy = qvalues.masked_argmax(select, b["next_mask"])  # [L, B, A]
     joint, target_joint = params["mixer"], jax.lax.stop_gradient(target_params["mixer"])
     q_jt = nets.joint_q(joint, b["state"], b["actions"])  # [L, B]
     q_jt_greedy = nets.joint_q(joint, b["state"], greedy)
     v = nets.state_value(joint, b["state"])
     q_jt_next = nets.joint_q(target_joint, b["next_state"], next_greedy)
-    r = qloss.team_reward(b["reward"] * hp.reward_scale, config.team_reward)
+    r = qvalues.team_reward(b["reward"] * hp.reward_scale, config.team_reward)
     discount = hp.gamma * (1.0 - b["terminated"].astype(jnp.float32))
     done = jnp.logical_or(b["terminated"], b["truncated"])
-    targets = qloss.td_targets(
+    targets = qvalues.td_targets(
         r,
         discount,
         q_jt_next,

@@ -15,11 +15,11 @@ import jax.numpy as jnp
 from marljax.agents import offpolicy
 from marljax.agents.base import Agent
 from marljax.agents.qlearning import learner as qlearner
-from marljax.agents.qlearning import loss as qloss
 from marljax.agents.shaq import loss as shaq_losses
 from marljax.agents.shaq.config import SHAQConfig, SHAQHParams
 from marljax.agents.shaq.networks import SHAQNetworks, make_shaq_networks
 from marljax.core.types import Environment, EnvParams
+from marljax.nn import qvalues
 
 Array = jax.Array
 
@@ -36,16 +36,16 @@ def loss_fn(nets: SHAQNetworks, params, target_params, batch, hp: SHAQHParams, *
     config = nets.config
     b, q, q_next_t, q_next_online = qlearner.unroll(nets, params, target_params, batch)
     chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
-    greedy = b["actions"] == qloss.masked_argmax(jax.lax.stop_gradient(q), b["mask"])
+    greedy = b["actions"] == qvalues.masked_argmax(jax.lax.stop_gradient(q), b["mask"])
     if config.manual_alpha > 0:
         alpha = jnp.full_like(chosen, config.manual_alpha)
     else:
         alpha = nets.alpha_weights(params["mixer"], chosen, b["state"], key)
-    v_next = qloss.double_q_values(q_next_t, q_next_online, b["next_mask"]).sum(-1)  # [L, B]
-    r = qloss.team_reward(b["reward"] * hp.reward_scale, config.team_reward)
+    v_next = qvalues.double_q_values(q_next_t, q_next_online, b["next_mask"]).sum(-1)  # [L, B]
+    r = qvalues.team_reward(b["reward"] * hp.reward_scale, config.team_reward)
     discount = hp.gamma * (1.0 - b["terminated"].astype(jnp.float32))
     done = jnp.logical_or(b["terminated"], b["truncated"])
-    targets = qloss.td_targets(
+    targets = qvalues.td_targets(
         r,
         discount,
         v_next,

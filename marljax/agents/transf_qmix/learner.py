@@ -16,11 +16,11 @@ import jax.numpy as jnp
 from marljax.agents import offpolicy
 from marljax.agents.base import Agent
 from marljax.agents.qlearning import learner as qlearner
-from marljax.agents.qlearning import loss as qloss
 from marljax.agents.transf_qmix import loss as tq_loss
 from marljax.agents.transf_qmix.config import TransfQMIXConfig, TransfQMIXHParams
 from marljax.agents.transf_qmix.networks import TransfQMIXNetworks, make_transf_qmix_networks
 from marljax.core.types import Environment, EnvParams
+from marljax.nn import qvalues
 
 Array = jax.Array
 
@@ -52,17 +52,17 @@ def loss_fn(nets: TransfQMIXNetworks, params, target_params, batch, hp: TransfQM
     if config.double_q:
         q_next_online, _ = nets.next_values(params["agent"], q, hidden, x_next, b["truncated"])
     chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
-    v_next = qloss.double_q_values(q_next_t, q_next_online, b["next_mask"])  # [L, B, A]
+    v_next = qvalues.double_q_values(q_next_t, q_next_online, b["next_mask"])  # [L, B, A]
     q_tot = nets.mix_sequence(
         params["mixer"], chosen, jax.lax.stop_gradient(hidden), b["state"], b["reset"]
     )
     v_tot = nets.mix_sequence(
         jax.lax.stop_gradient(target_params["mixer"]), v_next, h_next_t, b["next_state"], b["reset"]
     )
-    r = qloss.team_reward(b["reward"] * hp.reward_scale, config.team_reward)
+    r = qvalues.team_reward(b["reward"] * hp.reward_scale, config.team_reward)
     discount = hp.gamma * (1.0 - b["terminated"].astype(jnp.float32))
     done = jnp.logical_or(b["terminated"], b["truncated"])
-    targets = qloss.td_targets(
+    targets = qvalues.td_targets(
         r,
         discount,
         v_tot,
