@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 
 import marljax
+from marljax.agents import ALGORITHMS
 from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, make_ppo
 from marljax.agents.qlearning import QConfig, make_q_learner
+from marljax.core.config import split_fields
 from marljax.nn import losses
-from marljax.training.execute import ENVS_AXIS, execute, make_mesh, programs
+from marljax.training.execute import ENVS_AXIS, execute, for_devices, make_mesh, programs
 from marljax.training.train import TrainConfig, combine_shard_metrics, make_train
 
 D = 2  # shards
@@ -129,16 +131,15 @@ def test_ppo_shards_take_the_whole_batch_step(recurrent):
         value_norm=True,
     )
     agent = make_ppo(config, env, params)
-    sharded = agent.data_parallel(ENVS_AXIS, D)
+    sharded = for_devices(agent, D)
     hp = agent.default_hparams().replace(lr=3e-3)
     state = agent.init(jax.random.PRNGKey(0), hp)
     traj = rollout(env, params, agent, state, hp, jax.random.PRNGKey(1), 8, 5)
     key = jax.random.PRNGKey(2)
 
     whole, m_whole = jax.jit(agent.update)(state, traj, hp, key)
-    got, m_got = jax.jit(lambda t: over_shards(lambda s: sharded.update(state, s, hp, key), t))(
-        split_traj(traj)
-    )
+    step = lambda s: sharded.update(state, s, hp, key, axis_name=ENVS_AXIS)  # noqa: E731
+    got, m_got = jax.jit(lambda t: over_shards(step, t))(split_traj(traj))
     before = jax.tree.leaves(agent.get_params(state))
     after = jax.tree.leaves(agent.get_params(whole))
     moved = max(float(jnp.abs(a - b).max()) for a, b in zip(after, before))
@@ -150,12 +151,46 @@ def test_ppo_shards_take_the_whole_batch_step(recurrent):
     np.testing.assert_allclose(m_got["grad_norm"][0], m_whole["grad_norm"], rtol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "algo, config",
+    [
+        ("coma", dict(hidden_sizes=(16,), critic_hidden=(16,), critic_steps=2)),
+        ("pqn_vdn", dict(hidden_sizes=(16,), num_epochs=2, num_minibatches=1)),
+    ],
+)
+def test_coma_and_pqn_shards_take_the_whole_batch_step(algo, config):
+    """The agents built without any device argument run data-parallel too: 2 shards of 4 envs
+    with `axis_name` step as one learner on all 8 envs (and PQN counts every shard's steps)."""
+    env, params = marljax.make("particle/simple_spread-v0")
+    spec = ALGORITHMS[algo]
+    agent = spec.factory(spec.config_cls(**{**spec.config_defaults, **config}), env, params)
+    sharded = for_devices(agent, D)
+    assert sharded is agent  # no size to split: the same agent, the axis comes with `update`
+    hp = agent.default_hparams()
+    if algo == "coma":  # its targets bootstrap on next actions sampled per env (other draws
+        hp = hp.replace(gamma=0.0)  # on a shard); without bootstrapping they are the rewards
+    state = agent.init(jax.random.PRNGKey(0), hp)
+    traj = rollout(env, params, agent, state, hp, jax.random.PRNGKey(1), 8, 5)
+    key = jax.random.PRNGKey(2)
+    whole, _ = jax.jit(agent.update)(state, traj, hp, key)
+    step = lambda s: agent.update(state, s, hp, key, axis_name=ENVS_AXIS)  # noqa: E731
+    got, _ = jax.jit(lambda t: over_shards(step, t))(split_traj(traj))
+    before = jax.tree.leaves(agent.get_params(state))
+    after = jax.tree.leaves(agent.get_params(whole))
+    assert max(float(jnp.abs(a - b).max()) for a, b in zip(after, before)) > 1e-5
+    for a, g in zip(after, jax.tree.leaves(agent.get_params(got))):
+        np.testing.assert_array_equal(g[0], g[1])  # identical on every shard
+        np.testing.assert_allclose(g[0], a, rtol=2e-4, atol=2e-6)
+    if algo == "pqn_vdn":
+        np.testing.assert_array_equal(got.env_steps, [8 * 5, 8 * 5])
+
+
 def test_value_learner_shards_count_every_env_step_and_stay_identical():
     env, params = marljax.make("particle/simple_spread-v0")
     config = QConfig(mixer="qmix", hidden_sizes=(16,), gru_size=8, sequence_len=5,
                      buffer_size=16, batch_size=4)  # fmt: skip
     agent = make_q_learner(config, env, params)
-    sharded = agent.data_parallel(ENVS_AXIS, D)
+    sharded = for_devices(agent, D)
     hp = agent.default_hparams()
     state = agent.init(jax.random.PRNGKey(0), hp)
     local = sharded.init(jax.random.PRNGKey(0), hp)
@@ -163,8 +198,8 @@ def test_value_learner_shards_count_every_env_step_and_stay_identical():
     traj = rollout(env, params, agent, state, hp, jax.random.PRNGKey(1), 8, 5)
 
     def two_updates(t):
-        s, _ = sharded.update(local, t, hp, jax.random.PRNGKey(3))
-        return sharded.update(s, t, hp, jax.random.PRNGKey(4))[0]
+        s, _ = sharded.update(local, t, hp, jax.random.PRNGKey(3), axis_name=ENVS_AXIS)
+        return sharded.update(s, t, hp, jax.random.PRNGKey(4), axis_name=ENVS_AXIS)[0]
 
     got = jax.jit(lambda t: over_shards(two_updates, t))(split_traj(traj))
     np.testing.assert_array_equal(got.env_steps, [2 * 5 * 8, 2 * 5 * 8])  # every shard's steps
@@ -180,9 +215,13 @@ def test_value_learner_shards_count_every_env_step_and_stay_identical():
 
 def test_value_learner_batch_must_divide_over_shards():
     env, params = marljax.make("particle/simple_spread-v0")
+    agent = make_q_learner(QConfig(sequence_len=5, buffer_size=32, batch_size=8), env, params)
+    half = for_devices(agent, 2)  # the sizes declared `param(split=True)`, halved
+    assert (half.config.buffer_size, half.config.batch_size) == (16, 4)
+    assert split_fields(QConfig) == ["buffer_size", "batch_size"]
     agent = make_q_learner(QConfig(sequence_len=5, buffer_size=30, batch_size=5), env, params)
     with pytest.raises(ValueError, match=r"batch_size = 5 is not divisible.*batch_size = 4 or 6"):
-        agent.data_parallel(ENVS_AXIS, 2)
+        for_devices(agent, 2)
 
 
 def test_combined_metrics_weight_episodes_by_shard():
@@ -225,8 +264,9 @@ def test_data_parallel_train_rejects_unsupported_agents_and_bad_splits():
     agent = make_ppo(PPOConfig(hidden_sizes=(8,)), env, params)
     trainer = make_train(TrainConfig(num_envs=4, rollout_len=4, total_env_steps=48), env, agent)
     two = jax.sharding.Mesh(np.asarray(jax.devices() * 2), (ENVS_AXIS,))  # a 2-device shape
-    with pytest.raises(ValueError, match="does not support the 'envs' layout"):
-        programs(trainer._replace(agent=agent._replace(data_parallel=None)), two, "envs")
+    no_axis = agent._replace(update=lambda s, t, h, k: agent.update(s, t, h, k))
+    with pytest.raises(ValueError, match="does not support the 'envs' layout.*axis_name"):
+        programs(trainer._replace(agent=no_axis), two, "envs")
     # A device's share of the batch must still split into the minibatches.
     recurrent = make_ppo(PPOConfig(hidden_sizes=(8,), recurrent=True, num_minibatches=4), env)
     trainer = make_train(TrainConfig(num_envs=4, rollout_len=4), env, recurrent)

@@ -78,7 +78,8 @@ def _worker(mode: str, out_path: str, *args: str) -> None:
 
 
 def _data_parallel_outputs() -> dict[str, np.ndarray]:
-    """One MAPPO and one QMIX run with 8 envs split over the 4 devices ("envs" layout)."""
+    """One MAPPO, QMIX, COMA and PQN-VDN run each with 8 envs split over the 4 devices ("envs"
+    layout)."""
     import jax
 
     from marljax.shell.experiment import Experiment, run_experiment
@@ -87,6 +88,8 @@ def _data_parallel_outputs() -> dict[str, np.ndarray]:
     agents = {
         "mappo": {"hidden_sizes": (8,), "num_minibatches": 2, "num_epochs": 2},
         "qmix": {"buffer_size": 64, "batch_size": 4, "learning_starts": 8, "sequence_len": 4},
+        "coma": {"hidden_sizes": (8,), "critic_hidden": (8,)},
+        "pqn_vdn": {"hidden_sizes": (8,), "num_minibatches": 2, "num_epochs": 2},
     }
     out = {}
     for algo, agent in agents.items():
@@ -186,7 +189,7 @@ def test_train_cli_on_four_devices_matches_one_device(single_process):
     assert not np.array_equal(pl[0, 0], pl[0, 1])  # seeds differ
 
 
-@pytest.mark.parametrize("algo", ["mappo", "qmix"])
+@pytest.mark.parametrize("algo", ["mappo", "qmix", "coma", "pqn_vdn"])
 def test_data_parallel_learners_stay_in_step(single_process, algo):
     """The "envs" layout on 4 devices: every device ends with the same learner state (parameters,
     target network, optimiser: the all-reduced gradients), the metrics count every device's envs,
@@ -208,7 +211,8 @@ def test_data_parallel_learners_stay_in_step(single_process, algo):
     np.testing.assert_array_equal(data[f"anakin_{algo}/m/env_steps"], [32, 64, 96])
     assert bool(data[f"anakin_{algo}/again"]), "a second call with the same key differed"
     assert np.all(np.isfinite(data[f"anakin_{algo}/m/episode_return"]))
-    loss = data[f"anakin_{algo}/m/{'policy_loss' if algo == 'mappo' else 'loss'}"]
+    name = {"mappo": "policy_loss", "coma": "actor_loss"}.get(algo, "loss")
+    loss = data[f"anakin_{algo}/m/{name}"]
     assert np.all(np.isfinite(loss)) and np.any(loss != 0), "no update ran"
 
 

@@ -25,7 +25,7 @@ from marljax.agents.maddpg import (
 from marljax.core import spaces
 from marljax.core.types import Environment, EnvParams, TimeStep
 from marljax.training.checkpoint import Checkpointer
-from marljax.training.execute import ENVS_AXIS
+from marljax.training.execute import ENVS_AXIS, for_devices
 from marljax.training.train import TrainConfig, make_train
 
 # ----------------------------------------------------------------------------- pure losses
@@ -191,13 +191,13 @@ def test_data_parallel_shards_count_every_env_step_and_stay_identical():
     config = MADDPGConfig(hidden_sizes=(8,), warmup_steps=0, buffer_size=16, batch_size=4,
                           utd_ratio=0.4)  # fmt: skip
     agent = make_maddpg(config, env, params)
-    sharded = agent.data_parallel(ENVS_AXIS, D)
+    sharded = for_devices(agent, D)
     hp = agent.default_hparams()
     local = jax.jit(sharded.init)(jax.random.PRNGKey(0), hp)
     assert local.replay.data["obs"].shape[0] == 8  # half the buffer per shard
     traj = random_traj(env, params, 5, 8)
     keys = jax.random.split(jax.random.PRNGKey(3), D)  # a different key on each shard
-    update = lambda t, k: sharded.update(local, t, hp, k)  # noqa: E731
+    update = lambda t, k: sharded.update(local, t, hp, k, axis_name=ENVS_AXIS)  # noqa: E731
     got, _ = jax.jit(lambda t, k: over_shards(update, t, k))(split_traj(traj), keys)
     np.testing.assert_array_equal(got.env_steps, [5 * 8, 5 * 8])  # every shard's steps
     assert int(got.grad_steps[0]) == 2

@@ -33,7 +33,7 @@ from marljax.agents.sac import (
 )
 from marljax.nn.mixers import vdn_mix
 from marljax.nn.replay import make_replay
-from marljax.training.execute import ENVS_AXIS
+from marljax.training.execute import ENVS_AXIS, for_devices
 
 JIT = [False, True]
 
@@ -295,7 +295,7 @@ def test_sac_shards_count_every_env_step_and_stay_identical(spread, sequential):
     config = SACConfig(sequential=sequential, hidden_sizes=(8,), n_step=2, warmup_steps=0,
                        auto_alpha=True, buffer_size=16, batch_size=4, utd_ratio=0.4)  # fmt: skip
     agent = make_sac(config, env, params)
-    sharded = agent.data_parallel(ENVS_AXIS, D)
+    sharded = for_devices(agent, D)
     hp = agent.default_hparams()
     state = agent.init(jax.random.PRNGKey(0), hp)
     local = sharded.init(jax.random.PRNGKey(0), hp)
@@ -304,8 +304,8 @@ def test_sac_shards_count_every_env_step_and_stay_identical(spread, sequential):
 
     def two_updates(t, key):
         k1, k2 = jax.random.split(key)
-        s, _ = sharded.update(local, t, hp, k1)
-        return sharded.update(s, t, hp, k2)
+        s, _ = sharded.update(local, t, hp, k1, axis_name=ENVS_AXIS)
+        return sharded.update(s, t, hp, k2, axis_name=ENVS_AXIS)
 
     keys = jax.random.split(jax.random.PRNGKey(3), D)  # a different key on each shard
     got, metrics = jax.jit(lambda t, k: over_shards(two_updates, t, k))(split_traj(traj), keys)
@@ -326,4 +326,4 @@ def test_sac_batch_must_divide_over_shards(spread):
     env, params = spread
     agent = make_sac(SACConfig(hidden_sizes=(8,), buffer_size=30, batch_size=5), env, params)
     with pytest.raises(ValueError, match=r"SACConfig.batch_size = 5 is not divisible.*4 or 6"):
-        agent.data_parallel(ENVS_AXIS, 2)
+        for_devices(agent, 2)

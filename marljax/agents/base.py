@@ -127,9 +127,20 @@ class ActFn(Protocol):
 
 class UpdateFn(Protocol):
     def __call__(
-        self, agent_state: Any, trajectory: Trajectory, hparams: Any, key: Array
+        self,
+        agent_state: Any,
+        trajectory: Trajectory,
+        hparams: Any,
+        key: Array,
+        axis_name: str | None = None,
     ) -> tuple[Any, dict]:
-        """Learn from `T` steps of `E` environments: `(agent_state, metrics)` (scalar metrics)."""
+        """Learn from `T` steps of `E` environments: `(agent_state, metrics)` (scalar metrics).
+
+        `axis_name`: None, or the name of a mapped axis whose members each hold a share of the
+        batch (the devices of a data-parallel run); gradients and batch statistics are then
+        averaged over it, so every member takes the whole batch's step. The runner passes it
+        only in a data-parallel layout; an update without the argument runs on one device.
+        """
 
 
 class GetParamsFn(Protocol):
@@ -155,9 +166,9 @@ class Agent(NamedTuple):
     #: `check_batch(num_envs, rollout_len)` raises a clear error, before any compile, if the
     #: runner's batch does not fit the agent (e.g. minibatch divisibility).
     check_batch: CheckBatchFn = lambda num_envs, rollout_len: None
-    #: `data_parallel(axis_name, num_shards)`: the same agent built for one of `num_shards`
-    #: data-parallel learners on the mapped device axis `axis_name`, each holding
-    #: `1 / num_shards` of the batch (and of a replay buffer), averaging gradients and batch
-    #: statistics over the axis (see the `"envs"` layout of `marljax.training.execute`). None: the agent
-    #: does not support it.
-    data_parallel: Callable[[str, int], Agent] | None = None
+    #: the static config the agent was built from (None for hand-built agents), and
+    #: `rebuild(config)`: the same agent built from another config of its class. Data-parallel
+    #: training uses both to give each device its share of the sizes declared
+    #: `param(..., split=True)` (`marljax.core.config.split_config`).
+    config: Any = None
+    rebuild: Callable[[Any], Agent] | None = None

@@ -16,13 +16,12 @@ One update of an off-policy learner, whatever its losses:
         num_steps=4, gradient_step=step, zero_metrics=zeros)
 
 Data-parallel learners (the `"envs"` layout of `marljax.training.execute`) keep a buffer of their own
-environments and sample their share of every batch; `shard_config` divides a config's batch and
-buffer sizes by the number of shards.
+environments and sample their share of every batch: the engine divides the sizes a config declares
+`param(..., split=True)` (`marljax.core.config.split_config`) and rebuilds the agent with them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -137,24 +136,4 @@ def target_update(
     return jax.tree.map(lambda p, t: jnp.where(copy, p, t), online, target)
 
 
-def shard_config(
-    config: Any, num_shards: int, names: tuple[str, ...] = ("batch_size", "buffer_size")
-):
-    """`config` for one of `num_shards` data-parallel learners: `1 / num_shards` of each size.
-
-    Raises:
-      ValueError: a size not divisible by `num_shards`, naming the closest valid choices.
-    """
-    for name in names:
-        value = getattr(config, name)
-        if value % num_shards:
-            lower = value // num_shards * num_shards
-            choices = sorted({max(lower, num_shards), lower + num_shards})
-            raise ValueError(
-                f"{type(config).__name__}.{name} = {value} is not divisible by the {num_shards} "
-                f"data-parallel devices; use e.g. {name} = {' or '.join(map(str, choices))}"
-            )
-    return dataclasses.replace(config, **{n: getattr(config, n) // num_shards for n in names})
-
-
-__all__ = ["learn_from_replay", "ready", "shard_config", "store", "target_update"]
+__all__ = ["learn_from_replay", "ready", "store", "target_update"]

@@ -59,7 +59,7 @@ class Range(NamedTuple):
 
 
 #: keys of a field's metadata written by `param` and read by `ranges_of` and `help_of`.
-RANGE_KEY, HELP_KEY = "range", "help"
+RANGE_KEY, HELP_KEY, SPLIT_KEY = "range", "help", "split"
 
 
 def param(
@@ -70,6 +70,7 @@ def param(
     hi: float | None = None,
     lo_open: bool = False,
     help: str = "",  # noqa: A002  (the argparse spelling)
+    split: bool = False,
 ) -> Any:
     """A dataclass field with its valid range and a one-line help text in its metadata.
 
@@ -83,9 +84,12 @@ def param(
       hi: largest valid value (None: unbounded above).
       lo_open: `lo` itself is invalid (`x > lo`).
       help: one line for `--help` and docs, e.g. `"discount."`.
+      split: a per-learner size that data-parallel training divides over the devices (a
+        replay batch or capacity: each device holds `1 / D` of it; `split_config`).
 
     Returns:
-      A `dataclasses.field` whose metadata is `{"range": Range | None, "help": str}`.
+      A `dataclasses.field` whose metadata is `{"range": Range | None, "help": str}` (and
+      `"split": True` for a splittable size).
 
     Raises:
       ValueError: `lo > hi`.
@@ -94,7 +98,36 @@ def param(
         raise ValueError(f"param range is empty: lo={lo} > hi={hi}")
     bounded = lo is not None or hi is not None
     metadata = {RANGE_KEY: Range(lo, hi, lo_open) if bounded else None, HELP_KEY: help}
+    if split:
+        metadata[SPLIT_KEY] = True
     return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
+
+
+def split_fields(cls_or_obj: Any) -> list[str]:
+    """Names of the fields declared `param(..., split=True)` (sizes divided over devices)."""
+    return [f.name for f in dataclasses.fields(cls_or_obj) if f.metadata.get(SPLIT_KEY)]
+
+
+def split_config(config: Any, num_shards: int) -> Any:
+    """`config` for one of `num_shards` data-parallel learners: `1 / num_shards` of each size
+    declared `param(..., split=True)` (the same object when it declares none).
+
+    Raises:
+      ConfigError: a size not divisible by `num_shards`, naming the closest valid choices.
+    """
+    names = split_fields(config)
+    if num_shards == 1 or not names:
+        return config
+    for name in names:
+        value = getattr(config, name)
+        if value % num_shards:
+            lower = value // num_shards * num_shards
+            choices = sorted({max(lower, num_shards), lower + num_shards})
+            raise ConfigError(
+                f"{type(config).__name__}.{name} = {value} is not divisible by the {num_shards} "
+                f"data-parallel devices; use e.g. {name} = {' or '.join(map(str, choices))}"
+            )
+    return dataclasses.replace(config, **{n: getattr(config, n) // num_shards for n in names})
 
 
 _INT32 = 2**31

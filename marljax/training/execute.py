@@ -11,7 +11,9 @@ flattened, run `r = g * S + s`) of one `Trainer`. The options are orthogonal:
   the one-device results up to float32 reduction order. `"envs"`: every run's environments and
   learner are split over the mesh (axis `"envs"`; the Anakin architecture of Hessel et al. 2021:
   each device steps `E / D` envs, keeps its share of the learner's data and averages gradients
-  with the others, `Agent.data_parallel`).
+  with the others: the engine gives each device its share of the sizes the agent's config
+  declares `param(..., split=True)` (`for_devices`) and passes the axis name to
+  `agent.update(..., axis_name="envs")`; agents know nothing of devices).
 - **chunking**: the run's `U` updates go in chunks of `chunk_updates` (one compiled program for
   every full chunk, one more for a shorter last chunk); between chunks the callbacks run.
 - **memory**: the chunk program is compiled from shapes first and XLA's memory analysis checked
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 import os
 import time
@@ -42,7 +45,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from marljax.core.config import ConfigError
+from marljax.agents.base import Agent
+from marljax.core.config import ConfigError, split_config
 from marljax.core.types import EnvParams
 from marljax.training.rollout import TASK_METRIC_PREFIX, task_metric_names
 from marljax.training.train import Trainer, combine_shard_metrics, make_train
@@ -243,12 +247,7 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
     check_divisible(config.num_envs, D, what="envs")
     agent = trainer.agent
     if D > 1:
-        if agent.data_parallel is None:
-            raise ConfigError(
-                "this agent does not support the 'envs' layout (Agent.data_parallel is None); "
-                "PPO-family agents, the value learners and HASAC/MASAC do. Use the 'runs' layout."
-            )
-        agent = agent.data_parallel(ENVS_AXIS, D)
+        agent = for_devices(agent, D)
         try:
             agent.check_batch(config.num_envs // D, config.rollout_len)
         except ValueError as err:
@@ -265,6 +264,7 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
         trainer.env,
         agent,
         trainer.env_params,
+        axis_name=ENVS_AXIS if D > 1 else None,
     )
 
     def init_one(key, hparams):
@@ -310,6 +310,34 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
         "envs",
         local.config.num_updates,
     )
+
+
+def for_devices(agent: Agent, num_devices: int) -> Agent:
+    """`agent` as one of `num_devices` data-parallel learners: rebuilt from its config with
+    `1 / num_devices` of every size declared `param(..., split=True)` (replay batch and
+    capacity), unchanged when it declares none (e.g. PPO: each device steps its share of the
+    environments). Its `update` must take `axis_name` (see `marljax.agents.base.UpdateFn`).
+
+    Raises:
+      ConfigError: the update takes no `axis_name`, the agent has sizes to split but no
+        `config` / `rebuild`, or a size that does not divide by `num_devices`.
+    """
+    if "axis_name" not in inspect.signature(agent.update).parameters:
+        raise ConfigError(
+            "this agent does not support the 'envs' layout: its update takes no axis_name to "
+            "average over the devices (marljax.agents.base.UpdateFn). Use the 'runs' layout."
+        )
+    if agent.config is None:
+        return agent
+    split = split_config(agent.config, num_devices)
+    if split is agent.config:
+        return agent
+    if agent.rebuild is None:
+        raise ConfigError(
+            f"{type(agent.config).__name__} has sizes to divide over {num_devices} devices "
+            "but the agent has no rebuild; use the 'runs' layout."
+        )
+    return agent.rebuild(split)
 
 
 def _shard(fn: Callable, mesh: Mesh, in_specs: tuple, out_specs: Any) -> Callable:
@@ -778,6 +806,7 @@ __all__ = [
     "estimate_memory",
     "execute",
     "fmt_bytes",
+    "for_devices",
     "gather",
     "initialize",
     "make_mesh",

@@ -157,6 +157,8 @@ def make_train(
     env: Environment,
     agent: Agent,
     env_params: EnvParams | None = None,
+    *,
+    axis_name: str | None = None,
 ) -> Trainer:
     """Build the pure training functions for `agent` on `env`.
 
@@ -165,6 +167,9 @@ def make_train(
       env: a core environment (it is wrapped with episode statistics and auto-reset here).
       agent: an `Agent` built for this env.
       env_params: default env params (may be overridden per call, e.g. to sweep a game family).
+      axis_name: passed to `agent.update(..., axis_name=)` when set: the mapped axis over which
+        data-parallel learners average (the `"envs"` layout of `marljax.training.execute` sets
+        it); None (default) calls `update` without it.
 
     The functions know nothing of devices or of the runs around them: under any `vmap` (runs,
     seeds, a user's own) the environments auto-reset only on steps where an episode ended in
@@ -213,7 +218,12 @@ def make_train(
         )
         traj = rollout.to_trajectory(transitions, acting, initial_carry=state.carry)
         key, key_update = jax.random.split(acting.key)
-        agent_state, metrics = agent.update(state.agent_state, traj, hparams, key_update)
+        if axis_name is None:
+            agent_state, metrics = agent.update(state.agent_state, traj, hparams, key_update)
+        else:
+            agent_state, metrics = agent.update(
+                state.agent_state, traj, hparams, key_update, axis_name=axis_name
+            )
         # Episode statistics of the episodes that finished during this rollout (NaN if none).
         metrics = {**metrics, **rollout.episode_statistics(transitions.episode)}
         metrics["env_steps"] = (state.update_idx + 1) * (E * T)

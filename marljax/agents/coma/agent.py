@@ -153,8 +153,19 @@ def critic_targets(
     )
 
 
-def update(parts: COMAParts, state: COMAState, traj: Trajectory, hparams: COMAHParams, key):
-    """Critic steps on TD(lambda) targets, then one counterfactual policy-gradient actor step."""
+def update(
+    parts: COMAParts,
+    state: COMAState,
+    traj: Trajectory,
+    hparams: COMAHParams,
+    key: Array,
+    axis_name: str | None = None,
+):
+    """Critic steps on TD(lambda) targets, then one counterfactual policy-gradient actor step.
+
+    `axis_name`: a mapped axis whose members hold equal shares of the rollout (data-parallel
+    devices); the critic's and the actor's gradients are averaged over it.
+    """
     hp, config = hparams, parts.config
     obs, actions = traj.observation, traj.actions
     targets = critic_targets(parts, state, traj, hp, key)
@@ -167,6 +178,7 @@ def update(parts: COMAParts, state: COMAState, traj: Trajectory, hparams: COMAHP
     def critic_step(carry, _):
         params, target, opt_state, steps = carry
         loss, grads = jax.value_and_grad(critic_loss)(params)
+        grads = common.data_mean(grads, axis_name)
         updates, opt_state = tx_critic.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         steps = steps + 1
@@ -188,6 +200,7 @@ def update(parts: COMAParts, state: COMAState, traj: Trajectory, hparams: COMAHP
         return coma_actor_loss(log_prob, advantages, dist.entropy(), ent_coef=hp.ent_coef)
 
     (_, metrics), grads = jax.value_and_grad(actor_loss, has_aux=True)(state.actor_params)
+    grads = common.data_mean(grads, axis_name)
     updates, actor_opt = tx_actor.update(grads, state.actor_opt_state, state.actor_params)
     metrics.update(
         critic_loss=jnp.mean(critic_losses),

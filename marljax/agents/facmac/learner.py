@@ -32,7 +32,7 @@ def _optimizer(lr: Array, hp: FACMACHParams) -> optax.GradientTransformation:
     return common.make_optimizer(lr, hp.max_grad_norm, kind="adam", eps=hp.adam_eps)
 
 
-def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, data_axis):
+def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, axis_name):
     """One step of the utilities and the mixer on the mixed one-step TD loss."""
     view = model.critic_view(batch["obs"], batch["state"])
     view_next = model.critic_view(batch["next_obs"], batch["next_state"])
@@ -57,7 +57,7 @@ def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams
         )
 
     (loss, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
-    grads = common.data_mean(grads, data_axis)
+    grads = common.data_mean(grads, axis_name)
     params, opt_state = apply_grads(
         False, _optimizer(hp.critic_lr, hp), grads, state.critic_opt_state, state.critic_params
     )
@@ -70,7 +70,7 @@ def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams
     return state.replace(critic_params=params, critic_opt_state=opt_state), metrics
 
 
-def actor_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, data_axis):
+def actor_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, axis_name):
     """One step of all actors on `loss.centralised_actor_loss` through the (just updated) mixer."""
     view = model.critic_view(batch["obs"], batch["state"])
     x = model.inputs(batch["obs"])
@@ -82,7 +82,7 @@ def actor_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams,
         )
 
     loss, grads = jax.value_and_grad(loss_fn)(state.actor_params)
-    grads = common.data_mean(grads, data_axis)
+    grads = common.data_mean(grads, axis_name)
     params, opt_state = apply_grads(
         model.independent,
         _optimizer(hp.actor_lr, hp),
@@ -98,8 +98,6 @@ def make_facmac(
     config: FACMACConfig,
     env: Environment,
     env_params: EnvParams | None = None,
-    *,
-    data_axis: str | None = None,
 ) -> Agent:
     """Build a FACMAC agent for `env` (continuous 1-D box actions; cooperative: one team reward).
 
@@ -107,7 +105,6 @@ def make_facmac(
       config: static structure (a `MADDPGConfig` with the mixer's fields).
       env: the environment.
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: the data-parallel device axis (see `marljax.agents.maddpg.make_maddpg`).
 
     Returns:
       An `Agent` acting as MADDPG's (noisy deterministic actors; noiseless with
@@ -124,8 +121,7 @@ def make_facmac(
         critic_step=critic_step,
         actor_step=actor_step,
         default_hparams=FACMACHParams,
-        rebuild=lambda cfg, axis: make_facmac(cfg, env, env_params, data_axis=axis),
-        data_axis=data_axis,
+        rebuild=lambda cfg: make_facmac(cfg, env, env_params),
     )
 
 

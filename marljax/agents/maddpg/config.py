@@ -52,8 +52,10 @@ class MADDPGConfig:
     utd_ratio: float = param(
         1.0, lo=0.0, lo_open=True, help="gradient steps per vectorised environment step."
     )
-    buffer_size: int = param(100_000, lo=1, help="replay capacity in transitions.")
-    batch_size: int = param(1024, lo=1, help="transitions per gradient step (at most buffer_size).")
+    buffer_size: int = param(100_000, lo=1, help="replay capacity in transitions.", split=True)
+    batch_size: int = param(
+        1024, lo=1, help="transitions per gradient step (at most buffer_size).", split=True
+    )
 
     def __post_init__(self):
         common.check_parameter_mode(self.parameter_mode)

@@ -65,7 +65,7 @@ def _reduce(model: MADDPGModel, per_agent: Array) -> Array:
     return per_agent.sum() if model.independent else per_agent.mean()
 
 
-def critic_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams, data_axis):
+def critic_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams, axis_name):
     """One step of every agent's critic on `loss.critic_loss` to `loss.td_target`."""
     view = model.critic_view(batch["obs"], batch["state"])
     view_next = model.critic_view(batch["next_obs"], batch["next_state"])
@@ -80,7 +80,7 @@ def critic_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams
         return _reduce(model, per_agent), (per_agent, q)
 
     (_, (per_agent, q)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
-    grads = common.data_mean(grads, data_axis)
+    grads = common.data_mean(grads, axis_name)
     params, opt_state = apply_grads(
         model.independent,
         _optimizer(hp.critic_lr, hp),
@@ -97,7 +97,7 @@ def critic_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams
     return state.replace(critic_params=params, critic_opt_state=opt_state), metrics
 
 
-def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams, data_axis):
+def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams, axis_name):
     """One step of every agent's actor on `loss.actor_loss`: agent `i`'s critic (just updated)
     at the stored joint action with slot `i` set to `tanh(u_i)` of its actor."""
     A = model.num_agents
@@ -114,7 +114,7 @@ def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams,
         return _reduce(model, per_agent), per_agent
 
     (_, per_agent), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.actor_params)
-    grads = common.data_mean(grads, data_axis)
+    grads = common.data_mean(grads, axis_name)
     params, opt_state = apply_grads(
         model.independent,
         _optimizer(hp.actor_lr, hp),
@@ -129,15 +129,15 @@ def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams,
 def gradient_step(
     model: MADDPGModel,
     hp: MADDPGHParams,
-    data_axis,
+    axis_name,
     state: MADDPGState,
     batch,
     critic_step=critic_step,
     actor_step=actor_step,
 ):
     """Critic step, actor step, Polyak update of the target actors and critics."""
-    state, metrics = critic_step(model, state, batch, hp, data_axis)
-    state, actor_metrics = actor_step(model, state, batch, hp, data_axis)
+    state, metrics = critic_step(model, state, batch, hp, axis_name)
+    state, actor_metrics = actor_step(model, state, batch, hp, axis_name)
     metrics.update(actor_metrics)
     move = lambda online, target: offpolicy.target_update(  # noqa: E731
         online, target, state.grad_steps, tau=hp.tau
@@ -191,7 +191,6 @@ def make_ddpg_agent(
     metric_names: tuple[str, ...] = METRICS,
     default_hparams=MADDPGHParams,
     rebuild,
-    data_axis: str | None = None,
 ) -> Agent:
     """The `Agent` of a deterministic-actor learner (MADDPG, FACMAC): acting, replay and the
     off-policy update loop around `critic_step` and `actor_step`.
@@ -199,11 +198,12 @@ def make_ddpg_agent(
     Args:
       config: the static config (a `MADDPGConfig` or a subclass).
       model: the networks as applied by the learner (`MADDPGModel` or a subclass).
-      critic_step, actor_step: `(model, state, batch, hparams, data_axis) -> (state, metrics)`.
+      critic_step, actor_step: `(model, state, batch, hparams, axis_name) -> (state, metrics)`
+        (`axis_name`: the data-parallel axis the gradients are averaged over, or None).
       metric_names: the names of the metrics the two steps return.
       default_hparams: the hparams class (`MADDPGHParams` or a subclass).
-      rebuild: `(config, data_axis) -> Agent`, the same learner for one data-parallel shard.
-      data_axis: the data-parallel device axis (see `make_maddpg`).
+      rebuild: `config -> Agent`, the same learner built from another config (data-parallel
+        training gives each device its share of `batch_size` and `buffer_size` this way).
     """
     replay = make_replay(config.buffer_size, config.batch_size)
 
@@ -219,13 +219,17 @@ def make_ddpg_agent(
         a = jnp.where(state.env_steps < config.warmup_steps, rand, a)
         return model.to_env(a), carry, {"mode": mode}
 
-    def step(s, b, hparams):
-        return gradient_step(model, hparams, data_axis, s, b, critic_step, actor_step)
+    def step(s, b, hparams, axis_name):
+        return gradient_step(model, hparams, axis_name, s, b, critic_step, actor_step)
 
-    def update(state: MADDPGState, traj: Trajectory, hparams, key: Array):
+    def update(state: MADDPGState, traj: Trajectory, hparams, key: Array, axis_name=None):
+        """Store the rollout, then `utd_ratio * T` critic and actor steps. With `axis_name`
+        (data-parallel devices, each with a replay buffer of its own environments and its share
+        of every batch) gradients are averaged over the axis and the environment-step counter
+        (warm-up, noise schedule) counts every device's steps."""
         T, E = traj.reward.shape[:2]
         replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
-        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
+        env_steps = state.env_steps + T * E * common.data_shards(axis_name)
         learner, metrics = offpolicy.learn_from_replay(
             replay,
             replay_state,
@@ -234,7 +238,7 @@ def make_ddpg_agent(
             env_steps=env_steps,
             learning_starts=config.warmup_steps,
             num_steps=max(1, int(round(config.utd_ratio * T))),
-            gradient_step=lambda s, b, k: step(s, b, hparams),
+            gradient_step=lambda s, b, k: step(s, b, hparams, axis_name),
             zero_metrics=lambda: {k: jnp.float32(0.0) for k in metric_names},
         )
         metrics["noise_std"] = noise_std(hparams, env_steps)
@@ -247,9 +251,8 @@ def make_ddpg_agent(
         update=update,
         default_hparams=default_hparams,
         get_params=lambda s: AgentParams(policy=s.actor_params, critic=s.critic_params),
-        data_parallel=lambda axis, num_shards: rebuild(
-            offpolicy.shard_config(config, num_shards), axis
-        ),
+        config=config,
+        rebuild=rebuild,
     )
 
 
@@ -257,8 +260,6 @@ def make_maddpg(
     config: MADDPGConfig,
     env: Environment,
     env_params: EnvParams | None = None,
-    *,
-    data_axis: str | None = None,
 ) -> Agent:
     """Build a MADDPG agent for `env` (continuous 1-D box actions; any rewards, one per agent).
 
@@ -266,11 +267,6 @@ def make_maddpg(
       config: static structure.
       env: the environment (its spaces and number of agents are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
-        sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
-        number of devices): the mapped device axis. Each device keeps a replay buffer of its own
-        environments and samples its share of every batch; gradients are averaged over the axis
-        and the environment-step counter (warm-up, noise schedule) counts every device's steps.
 
     Returns:
       An `Agent`. `act` plays `tanh(u)` of the actors plus clipped Gaussian noise (uniformly at
@@ -285,8 +281,7 @@ def make_maddpg(
     return make_ddpg_agent(
         config,
         make_maddpg_model(config, env, env_params),
-        rebuild=lambda cfg, axis: make_maddpg(cfg, env, env_params, data_axis=axis),
-        data_axis=data_axis,
+        rebuild=lambda cfg: make_maddpg(cfg, env, env_params),
     )
 
 

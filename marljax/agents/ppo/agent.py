@@ -44,10 +44,11 @@ class PPOParts(NamedTuple):
     state_rank: int
     actor_in: int
     critic_in: int
-    data_axis: str | None
     #: optional `(advantages [T, E, A], traj, hparams) -> [T, E, A]` applied after GAE (e.g.
     #: Advantage Alignment's aligned advantages, `marljax.population.make_aa_ppo`).
     advantage_transform: Any = None
+    #: the mapped axis the reductions average over, set per call by `update(axis_name=)`
+    axis_name: str | None = None
 
     @property
     def add_id(self) -> bool:
@@ -207,7 +208,7 @@ def advantages_and_targets(
     returns = jax.lax.stop_gradient(returns)
     value_norm = state.value_norm
     if parts.config.value_norm:
-        value_norm = losses.running_mean_std_update(value_norm, returns, axis_name=parts.data_axis)
+        value_norm = losses.running_mean_std_update(value_norm, returns, axis_name=parts.axis_name)
         targets = losses.standardize(value_norm, returns)
         old_values = losses.standardize(value_norm, info["value"])
     else:
@@ -270,12 +271,25 @@ def minibatch_loss(
         vf_coef=hp.vf_coef,
         ent_coef=hp.ent_coef,
         normalize_advantages=parts.config.normalize_advantages,
-        axis_name=parts.data_axis,
+        axis_name=parts.axis_name,
     )
 
 
-def update(parts: PPOParts, state: PPOState, traj: Trajectory, hparams: PPOHParams, key: Array):
-    """`num_epochs` passes of minibatched `ppo_loss` steps over one rollout."""
+def update(
+    parts: PPOParts,
+    state: PPOState,
+    traj: Trajectory,
+    hparams: PPOHParams,
+    key: Array,
+    axis_name: str | None = None,
+):
+    """`num_epochs` passes of minibatched `ppo_loss` steps over one rollout.
+
+    `axis_name`: a mapped axis whose members hold shares of the rollout (data-parallel devices);
+    gradients, advantage normalisation and value-normalisation statistics are averaged over it,
+    so every member takes the whole batch's step.
+    """
+    parts = parts._replace(axis_name=axis_name)
     hp = hparams
     advantages, returns, targets, old_values, value_norm = advantages_and_targets(
         parts, state, traj, hp
@@ -302,7 +316,7 @@ def update(parts: PPOParts, state: PPOState, traj: Trajectory, hparams: PPOHPara
         params, opt_state = carry
         mb, mb_carry = inputs
         (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb, mb_carry)
-        grads = common.data_mean(grads, parts.data_axis)
+        grads = common.data_mean(grads, parts.axis_name)
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
         metrics["grad_norm"] = optax.global_norm(grads)
@@ -353,7 +367,6 @@ def make_ppo(
     networks: PPONetworks | None = None,
     *,
     policy_head: heads.PolicyHead | None = None,
-    data_axis: str | None = None,
     advantage_transform: Any = None,
 ) -> Agent:
     """Build a PPO-family agent for `env` (IPPO if `critic_input="local"`, MAPPO if "global").
@@ -367,10 +380,6 @@ def make_ppo(
       policy_head: how the actor's outputs become actions (`marljax.agents.heads`); default
         `heads.head_for_space(action space, config.tanh_squash)`. `config.graph` composes it
         into a Bayesian-network joint policy (BN-MAPPO, discrete actions).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
-        sets it through `Agent.data_parallel`): the mapped device axis whose shards together
-        hold the rollout. Gradients, advantage normalisation and value-normalisation
-        statistics are averaged over it, so every shard takes the whole batch's step.
       advantage_transform: optional `(advantages [T, E, A], traj, hparams) -> [T, E, A]`
         applied to the GAE advantages of every rollout before the PPO loss (e.g. the aligned
         advantages of `marljax.population.make_aa_ppo`); default none.
@@ -417,7 +426,7 @@ def make_ppo(
         policy = heads.IndependentPolicy(head)
     parts = PPOParts(
         config, A, actor, critic, head, policy, len(obs_space.shape), len(state_space.shape),
-        actor_in, critic_in, data_axis, advantage_transform,
+        actor_in, critic_in, advantage_transform,
     )  # fmt: skip
     return Agent(
         init=functools.partial(init, parts),
@@ -427,14 +436,9 @@ def make_ppo(
         default_hparams=PPOHParams,
         get_params=get_params,
         check_batch=functools.partial(check_batch, config),
-        data_parallel=lambda axis, num_shards: make_ppo(
-            config,
-            env,
-            env_params,
-            networks,
-            policy_head=head,
-            data_axis=axis,
-            advantage_transform=advantage_transform,
+        config=config,
+        rebuild=lambda c: make_ppo(
+            c, env, env_params, networks, policy_head=head, advantage_transform=advantage_transform
         ),
     )
 

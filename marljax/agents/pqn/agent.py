@@ -86,8 +86,20 @@ def act(parts, state: PQNState, carry, observation: Observation, key, hparams, g
     return epsilon_greedy(key, q, observation.action_mask, eps), carry, {}
 
 
-def update(parts: PQNParts, state: PQNState, traj: Trajectory, hparams: PQNHParams, key):
-    """Q(lambda) targets of the rollout, then `num_epochs` epochs of minibatch steps."""
+def update(
+    parts: PQNParts,
+    state: PQNState,
+    traj: Trajectory,
+    hparams: PQNHParams,
+    key: Array,
+    axis_name: str | None = None,
+):
+    """Q(lambda) targets of the rollout, then `num_epochs` epochs of minibatch steps.
+
+    `axis_name`: a mapped axis whose members hold equal shares of the rollout (data-parallel
+    devices); gradients are averaged over it and the environment-step counter (epsilon) counts
+    every member's steps.
+    """
     hp, config = hparams, parts.config
     T, E = traj.reward.shape[:2]
     r = team_reward(traj.reward * hp.reward_scale, config.team_reward)
@@ -115,6 +127,7 @@ def update(parts: PQNParts, state: PQNState, traj: Trajectory, hparams: PQNHPara
     def mb_step(carry, mb):
         params, opt_state = carry
         (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb)
+        grads = common.data_mean(grads, axis_name)
         updates, opt_state = tx.update(grads, opt_state, params)
         metrics["grad_norm"] = optax.global_norm(grads)
         return (optax.apply_updates(params, updates), opt_state), metrics
@@ -132,7 +145,7 @@ def update(parts: PQNParts, state: PQNState, traj: Trajectory, hparams: PQNHPara
     new_state = PQNState(
         params=params,
         opt_state=opt_state,
-        env_steps=state.env_steps + T * E,
+        env_steps=state.env_steps + T * E * common.data_shards(axis_name),
         num_updates=state.num_updates + 1,
     )
     return new_state, metrics

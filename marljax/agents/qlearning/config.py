@@ -88,8 +88,8 @@ class QConfig:
     mixer_init_scale: float = param(
         0.1, help="orthogonal scale of the mixer's layers (small: see the class docstring)."
     )
-    buffer_size: int = param(5000, lo=1, help="replay capacity in sequences.")
-    batch_size: int = param(128, lo=1, help="sequences per gradient step.")
+    buffer_size: int = param(5000, lo=1, help="replay capacity in sequences.", split=True)
+    batch_size: int = param(128, lo=1, help="sequences per gradient step.", split=True)
     sequence_len: int = param(
         8, lo=1, help="steps per stored sequence (divides rollout_len, at most max_steps)."
     )

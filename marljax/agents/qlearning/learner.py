@@ -147,7 +147,7 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
 def gradient_step(
     nets: QNetworks,
     hp: QHParams,
-    data_axis: str | None,
+    axis_name: str | None,
     carry,
     batch,
     key,
@@ -163,7 +163,7 @@ def gradient_step(
     (_, metrics), grads = jax.value_and_grad(
         lambda p: loss(nets, p, target_params, batch, hp, **extra), has_aux=True
     )(params)
-    grads = common.data_mean(grads, data_axis)
+    grads = common.data_mean(grads, axis_name)
     tx = make_optimizer(config, hp, grad_steps)
     updates, opt_state = tx.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
@@ -194,7 +194,6 @@ def make_q_learner(
     env: Environment,
     env_params: EnvParams | None = None,
     *,
-    data_axis: str | None = None,
     networks: QNetworks | None = None,
     loss: Callable[..., tuple[Array, dict]] = loss_fn,
     metric_names: tuple[str, ...] = ("loss", "q_taken", "target_mean"),
@@ -206,16 +205,10 @@ def make_q_learner(
       config: static structure.
       env: the environment (only its spaces, number of agents and `max_steps` are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
-        sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
-        number of devices): the mapped device axis. Each device keeps a replay buffer of its
-        own environments and samples its share of every batch; gradients are averaged over the
-        axis and the environment-step counter (epsilon schedule, `learning_starts`) counts
-        every device's steps.
       networks: the agent network and mixer (default `make_q_networks(config, env,
         env_params)`); a learner with other critics (e.g. QTRAN's joint networks) passes its
         own `QNetworks` subclass, whose `init` adds their parameters under `"mixer"` (and
-        replaces `data_parallel`, which rebuilds the default learner).
+        replaces `rebuild`, which rebuilds the default learner).
       loss: `loss(networks, params, target_params, batch, hparams) -> (loss, metrics)` on a
         replay batch (default `loss_fn`, the IQL / VDN / QMIX TD loss).
       metric_names: the scalar metrics `loss` returns (zeros before learning starts).
@@ -268,10 +261,14 @@ def make_q_learner(
             new_carry = carry
         return actions, new_carry, {"q": q, "carry": carry}
 
-    def update(state: QState, traj: Trajectory, hparams: QHParams, key: Array):
+    def update(state: QState, traj: Trajectory, hparams: QHParams, key: Array, axis_name=None):
+        """Store the rollout, then `gradient_steps` TD steps on replay batches. With `axis_name`
+        (data-parallel devices, each with a replay buffer of its own environments and its share
+        of every batch) gradients are averaged over the axis and the environment-step counter
+        (epsilon schedule, `learning_starts`) counts every device's steps."""
         T, E = traj.reward.shape[:2]
         replay_state = offpolicy.store(replay, state.replay, to_items(nets, traj))
-        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
+        env_steps = state.env_steps + T * E * common.data_shards(axis_name)
         (params, target_params, opt_state, grad_steps), metrics = offpolicy.learn_from_replay(
             replay,
             replay_state,
@@ -281,7 +278,7 @@ def make_q_learner(
             learning_starts=config.learning_starts,
             num_steps=config.gradient_steps,
             gradient_step=lambda c, b, k: gradient_step(
-                nets, hparams, data_axis, c, b, k, loss, loss_uses_key
+                nets, hparams, axis_name, c, b, k, loss, loss_uses_key
             ),
             zero_metrics=lambda: dict.fromkeys((*metric_names, "grad_norm"), jnp.float32(0.0)),
         )
@@ -307,8 +304,15 @@ def make_q_learner(
         default_hparams=QHParams,
         get_params=lambda s: _agent_params(config, s),
         check_batch=lambda num_envs, rollout_len: check_batch(L, rollout_len),
-        data_parallel=lambda axis, num_shards: make_q_learner(
-            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
+        config=config,
+        rebuild=lambda c: make_q_learner(
+            c,
+            env,
+            env_params,
+            networks=networks,
+            loss=loss,
+            metric_names=metric_names,
+            loss_uses_key=loss_uses_key,
         ),
     )
 

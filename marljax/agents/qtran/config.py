@@ -41,7 +41,7 @@ class QTRANConfig(QConfig):
 
     mixer: str = param("qtran", help='always "qtran" (the joint networks replace a mixer).')
     recurrent: bool = param(False, help="put a GRU between the torso and the Q head.")
-    batch_size: int = param(32, lo=1, help="sequences per gradient step.")
+    batch_size: int = param(32, lo=1, help="sequences per gradient step.", split=True)
     target: str = param("one_step", help='"one_step", "n_step" or "lambda" (TD(lambda)).')
     optimizer: str = param("rmsprop", help='"adam", "rmsprop" or "radam".')
     joint_hidden: tuple[int, ...] = param(

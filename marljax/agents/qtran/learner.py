@@ -12,7 +12,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from marljax.agents import offpolicy
 from marljax.agents.base import Agent
 from marljax.agents.qlearning import learner as qlearner
 from marljax.agents.qtran import loss as qtran_losses
@@ -73,8 +72,6 @@ def make_qtran(
     config: QTRANConfig,
     env: Environment,
     env_params: EnvParams | None = None,
-    *,
-    data_axis: str | None = None,
 ) -> Agent:
     """Build a QTRAN-base agent for `env` (discrete actions, cooperative: one team reward).
 
@@ -82,7 +79,6 @@ def make_qtran(
       config: static structure (a `QConfig` with QTRAN's joint-network widths).
       env: the environment.
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: the data-parallel device axis (see `make_q_learner`).
 
     Returns:
       An `Agent` acting epsilon-greedily (greedily with `greedy=True`) on the agents' utilities;
@@ -96,16 +92,13 @@ def make_qtran(
         config,
         env,
         env_params,
-        data_axis=data_axis,
         networks=make_qtran_networks(config, env, env_params),
         loss=loss_fn,
         metric_names=qtran_losses.METRICS,
     )
     return agent._replace(
         default_hparams=QTRANHParams,
-        data_parallel=lambda axis, num_shards: make_qtran(
-            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
-        ),
+        rebuild=lambda c: make_qtran(c, env, env_params),
     )
 
 

@@ -96,8 +96,10 @@ class SACConfig:
     policy_delay: int = param(
         1, lo=1, help="actor and temperature updated every policy_delay gradient steps (TD3)."
     )
-    buffer_size: int = param(100_000, lo=1, help="replay capacity in transitions.")
-    batch_size: int = param(1000, lo=1, help="transitions per gradient step (at most buffer_size).")
+    buffer_size: int = param(100_000, lo=1, help="replay capacity in transitions.", split=True)
+    batch_size: int = param(
+        1000, lo=1, help="transitions per gradient step (at most buffer_size).", split=True
+    )
 
     def __post_init__(self):
         if isinstance(self.target_entropy, str):  # from the CLI / YAML: "none", "null" or a number

@@ -71,7 +71,7 @@ def to_items(model: SACModel, traj: Trajectory, hp: SACHParams) -> dict[str, Any
     return jax.tree.map(lambda x: x.reshape(T * E, *x.shape[2:]), steps)
 
 
-def critic_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, data_axis):
+def critic_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, axis_name):
     """One step of the twin critics on `loss.twin_critic_loss` to `loss.soft_td_target`."""
     config = model.config
     alpha = model.alpha(state, hp)
@@ -84,7 +84,7 @@ def critic_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, da
     target = sloss.soft_td_target(batch["reward"], batch["discount"], q_next, logp_next, alpha)
     vn = state.value_norm
     if config.value_norm:
-        vn = losses.running_mean_std_update(vn, target, axis_name=data_axis)
+        vn = losses.running_mean_std_update(vn, target, axis_name=axis_name)
         target_n = losses.standardize(vn, target)
     else:
         target_n = target
@@ -95,7 +95,7 @@ def critic_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, da
         return sloss.twin_critic_loss(q, target_n, config.critic_loss, hp.huber_delta), q
 
     (loss, q), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
-    grads = common.data_mean(grads, data_axis)
+    grads = common.data_mean(grads, axis_name)
     tx = _optimizer(hp.critic_lr, hp.max_grad_norm)
     updates, opt_state = tx.update(grads, state.critic_opt_state, state.critic_params)
     params = optax.apply_updates(state.critic_params, updates)
@@ -138,7 +138,7 @@ def agent_actor_loss(model: SACModel, p_i, i, x_i, mask_i, joint, alpha_i, state
     )
 
 
-def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, data_axis):
+def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, axis_name):
     """HASAC: agents updated one after the other in `agent_order`, each against the joint action
     holding the NEW actions of the agents updated before it (a `lax.scan` over the order).
 
@@ -146,8 +146,8 @@ def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, da
     """
     key_order, key_scan = keys
     A = model.num_agents
-    if data_axis is not None:  # every shard must update the agents in the same order
-        key_order = jax.lax.all_gather(key_order, data_axis)[0]
+    if axis_name is not None:  # every shard must update the agents in the same order
+        key_order = jax.lax.all_gather(key_order, axis_name)[0]
     order = agent_order(key_order, A, model.config.fixed_order)
     tx = _optimizer(hp.actor_lr, hp.max_grad_norm)
     grad_fn = jax.value_and_grad(
@@ -164,7 +164,7 @@ def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, da
         k_loss, k_new = jax.random.split(k)
         p_i, o_i = model.slice_agent(params, i), model.slice_agent(opt_state, i)
         (loss, mean_logp), g = grad_fn(p_i, i, joint, k_loss)
-        g = common.data_mean(g, data_axis)
+        g = common.data_mean(g, axis_name)
         updates, o_i = tx.update(g, o_i, p_i)
         p_i = optax.apply_updates(p_i, updates)
         params = model.write_agent(params, i, p_i)
@@ -185,7 +185,7 @@ def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, da
     return params, opt_state, loss_a, logp_a, visited
 
 
-def simultaneous_actor_step(model, state, x, mask, pre, joint, alpha, hp, key, data_axis):
+def simultaneous_actor_step(model, state, x, mask, pre, joint, alpha, hp, key, axis_name):
     """MASAC: every agent updated at once against the joint action of the current policies.
 
     Returns `(actor params, optimiser state, loss [A], mean log-prob [A], agents [A])`.
@@ -206,7 +206,7 @@ def simultaneous_actor_step(model, state, x, mask, pre, joint, alpha, hp, key, d
 
     idx = jnp.arange(A)
     g, loss_a, logp_a = jax.vmap(loss_and_grad)(idx, jax.random.split(key, A))
-    g = common.data_mean(g, data_axis)
+    g = common.data_mean(g, axis_name)
     if model.independent:
         updates, opt_state = jax.vmap(tx.update)(g, state.actor_opt_state, state.actor_params)
     else:
@@ -216,18 +216,18 @@ def simultaneous_actor_step(model, state, x, mask, pre, joint, alpha, hp, key, d
     return params, opt_state, loss_a, logp_a, idx
 
 
-def temperature_step(model: SACModel, state: SACState, logp_a: Array, hp: SACHParams, data_axis):
+def temperature_step(model: SACModel, state: SACState, logp_a: Array, hp: SACHParams, axis_name):
     """One Adam step of the log temperatures on `loss.temperature_loss`."""
     config = model.config
     dims = model.nets.act_dim if model.used is None else model.used.sum(-1)  # [A] used entries
     tgt = target_entropy(config, model.discrete, dims, hp.target_entropy_scale)
-    logp_a = common.data_mean(logp_a, data_axis)
+    logp_a = common.data_mean(logp_a, axis_name)
     alpha_grad = jax.grad(sloss.temperature_loss)(state.log_alpha, logp_a, tgt)
     upd, aopt = optax.adam(hp.alpha_lr).update(alpha_grad, state.alpha_opt_state, state.log_alpha)
     return state.replace(log_alpha=optax.apply_updates(state.log_alpha, upd), alpha_opt_state=aopt)
 
 
-def actor_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, data_axis):
+def actor_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, axis_name):
     """The actors' step (sequential or simultaneous), then the temperatures' (`auto_alpha`)."""
     alpha = model.alpha(state, hp)
     key_order, key_joint, key_scan = jax.random.split(key, 3)
@@ -239,10 +239,10 @@ def actor_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, dat
     joint = jax.lax.stop_gradient(model.features(a0))  # [B, A, F]
     if model.config.sequential:
         keys = (key_order, key_scan)
-        out = sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, data_axis)
+        out = sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, axis_name)
     else:
         out = simultaneous_actor_step(
-            model, state, x, mask, pre, joint, alpha, hp, key_scan, data_axis
+            model, state, x, mask, pre, joint, alpha, hp, key_scan, axis_name
         )
     params, opt_state, loss_a, logp_a, visited = out
     metrics = {
@@ -252,7 +252,7 @@ def actor_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, dat
     }
     state = state.replace(actor_params=params, actor_opt_state=opt_state)
     if model.config.auto_alpha:
-        state = temperature_step(model, state, logp_a, hp, data_axis)
+        state = temperature_step(model, state, logp_a, hp, axis_name)
     return state, metrics
 
 
@@ -268,17 +268,17 @@ def _zero_metrics(num_agents: int) -> dict[str, Array]:
     return m
 
 
-def gradient_step(model: SACModel, hp: SACHParams, data_axis, state: SACState, batch, keys):
+def gradient_step(model: SACModel, hp: SACHParams, axis_name, state: SACState, batch, keys):
     """Critic step, delayed actor and temperature steps, Polyak update of the target critics."""
     key_critic, key_actor = keys
-    state, metrics = critic_step(model, state, batch, hp, key_critic, data_axis)
+    state, metrics = critic_step(model, state, batch, hp, key_critic, axis_name)
     delay = model.config.policy_delay
     if delay == 1:
-        state, actor_metrics = actor_step(model, state, batch, hp, key_actor, data_axis)
+        state, actor_metrics = actor_step(model, state, batch, hp, key_actor, axis_name)
     else:
         state, actor_metrics = jax.lax.cond(
             state.grad_steps % delay == 0,
-            lambda s: actor_step(model, s, batch, hp, key_actor, data_axis),
+            lambda s: actor_step(model, s, batch, hp, key_actor, axis_name),
             lambda s: (s, _zero_actor_metrics(model.num_agents)),
             state,
         )
@@ -338,8 +338,6 @@ def make_sac(
     config: SACConfig,
     env: Environment,
     env_params: EnvParams | None = None,
-    *,
-    data_axis: str | None = None,
 ) -> Agent:
     """Build a HASAC (`config.sequential`) or MASAC agent for `env`.
 
@@ -347,13 +345,6 @@ def make_sac(
       config: static structure.
       env: the environment (its spaces and number of agents are read).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: for data-parallel learners (the `"envs"` layout of `marljax.training.execute`, which
-        sets it through `Agent.data_parallel` with `batch_size` and `buffer_size` divided by the
-        number of devices): the mapped device axis. Each device keeps a replay buffer of its own
-        environments and samples its share of every batch; gradients, the critic targets'
-        running statistics and the temperature step's entropies are averaged over the axis,
-        HASAC's agent order is the same on every device, and the environment-step counter
-        (warm-up) counts every device's steps.
 
     Returns:
       An `Agent`. `act` samples from the policies (uniformly at random during warm-up), or
@@ -389,10 +380,16 @@ def make_sac(
             actions = model.to_env(jnp.where(warm, rand, a))
         return actions, carry, {"mode": mode}
 
-    def update(state: SACState, traj: Trajectory, hparams: SACHParams, key: Array):
+    def update(state: SACState, traj: Trajectory, hparams: SACHParams, key: Array, axis_name=None):
+        """Store the rollout, then `utd_ratio * T` critic / actor / temperature steps. With
+        `axis_name` (data-parallel devices, each with a replay buffer of its own environments
+        and its share of every batch) gradients, the critic targets' running statistics and the
+        temperature step's entropies are averaged over the axis, HASAC's agent order is the same
+        on every device, and the environment-step counter (warm-up) counts every device's
+        steps."""
         T, E = traj.reward.shape[:2]
         replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
-        env_steps = state.env_steps + T * E * common.data_shards(data_axis)
+        env_steps = state.env_steps + T * E * common.data_shards(axis_name)
         learner, metrics = offpolicy.learn_from_replay(
             replay,
             replay_state,
@@ -401,7 +398,7 @@ def make_sac(
             env_steps=env_steps,
             learning_starts=config.warmup_steps,
             num_steps=max(1, int(round(config.utd_ratio * T))),
-            gradient_step=lambda s, b, k: gradient_step(model, hparams, data_axis, s, b, k),
+            gradient_step=lambda s, b, k: gradient_step(model, hparams, axis_name, s, b, k),
             zero_metrics=lambda: _zero_metrics(model.num_agents),
             split_key=_split3,
             summarize=_summarize,
@@ -416,9 +413,8 @@ def make_sac(
         update=update,
         default_hparams=SACHParams,
         get_params=lambda s: AgentParams(policy=s.actor_params, critic=s.critic_params),
-        data_parallel=lambda axis, num_shards: make_sac(
-            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
-        ),
+        config=config,
+        rebuild=lambda c: make_sac(c, env, env_params),
     )
 
 

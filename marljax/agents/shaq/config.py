@@ -48,7 +48,7 @@ class SHAQConfig(QConfig):
     parameter_mode: str = param(
         "shared", help='"shared", "shared_id" (shared + one-hot agent id) or "independent".'
     )
-    batch_size: int = param(32, lo=1, help="sequences per gradient step.")
+    batch_size: int = param(32, lo=1, help="sequences per gradient step.", split=True)
     mixer_init_scale: float = param(
         1e-5, help="orthogonal scale of the alpha network's layers (1e-5: alpha starts at 1)."
     )

@@ -12,7 +12,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from marljax.agents import offpolicy
 from marljax.agents.base import Agent
 from marljax.agents.qlearning import learner as qlearner
 from marljax.agents.shaq import loss as shaq_losses
@@ -61,8 +60,6 @@ def make_shaq(
     config: SHAQConfig,
     env: Environment,
     env_params: EnvParams | None = None,
-    *,
-    data_axis: str | None = None,
 ) -> Agent:
     """Build a SHAQ agent for `env` (discrete actions, a global state, cooperative).
 
@@ -70,7 +67,6 @@ def make_shaq(
       config: static structure (a `QConfig` with SHAQ's sample size and alpha network).
       env: the environment.
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: the data-parallel device axis (see `make_q_learner`).
 
     Returns:
       An `Agent` acting epsilon-greedily (greedily with `greedy=True`) on the agents' utilities;
@@ -85,7 +81,6 @@ def make_shaq(
         config,
         env,
         env_params,
-        data_axis=data_axis,
         networks=make_shaq_networks(config, env, env_params),
         loss=loss_fn,
         metric_names=shaq_losses.METRICS,
@@ -93,9 +88,7 @@ def make_shaq(
     )
     return agent._replace(
         default_hparams=SHAQHParams,
-        data_parallel=lambda axis, num_shards: make_shaq(
-            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
-        ),
+        rebuild=lambda c: make_shaq(c, env, env_params),
     )
 
 

@@ -51,7 +51,7 @@ class TransfQMIXConfig(QConfig):
         "shared", help='"shared" or "independent" (entity tokens carry no agent id).'
     )
     recurrent: bool = param(True, help="carry the hidden token across steps (False: zeros).")
-    batch_size: int = param(32, lo=1, help="sequences per gradient step.")
+    batch_size: int = param(32, lo=1, help="sequences per gradient step.", split=True)
     sequence_len: int = param(
         25, lo=1, help="steps per stored sequence (divides rollout_len, at most max_steps)."
     )

@@ -13,7 +13,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from marljax.agents import offpolicy
 from marljax.agents.base import Agent
 from marljax.agents.qlearning import learner as qlearner
 from marljax.agents.transf_qmix import loss as tq_loss
@@ -78,8 +77,6 @@ def make_transf_qmix(
     config: TransfQMIXConfig,
     env: Environment,
     env_params: EnvParams | None = None,
-    *,
-    data_axis: str | None = None,
 ) -> Agent:
     """Build a TransfQMIX agent for `env` (discrete actions, entity tokens, one team reward).
 
@@ -87,7 +84,6 @@ def make_transf_qmix(
       config: static structure (a `QConfig` with the transformers' sizes).
       env: the environment; it must have `entity_obs` and `entity_state` (see `networks`).
       env_params: params used to read the spaces (default: `env.default_params()`).
-      data_axis: the data-parallel device axis (see `make_q_learner`).
 
     Returns:
       An `Agent` acting epsilon-greedily (greedily with `greedy=True`) on the transformer
@@ -103,16 +99,13 @@ def make_transf_qmix(
         config,
         env,
         env_params,
-        data_axis=data_axis,
         networks=make_transf_qmix_networks(config, env, env_params),
         loss=loss_fn,
         metric_names=tq_loss.METRICS,
     )
     return agent._replace(
         default_hparams=TransfQMIXHParams,
-        data_parallel=lambda axis, num_shards: make_transf_qmix(
-            offpolicy.shard_config(config, num_shards), env, env_params, data_axis=axis
-        ),
+        rebuild=lambda c: make_transf_qmix(c, env, env_params),
     )
 
 
