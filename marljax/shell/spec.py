@@ -238,18 +238,7 @@ class Experiment:
         """An `Experiment` from a JSON/YAML-like mapping: an experiment, or a whole run
         directory's `config.json` (its "experiment"). Unknown keys raise a `ConfigError` with
         the close matches; a config.json of a newer format is refused."""
-        if not isinstance(data, dict):
-            raise cfg.ConfigError(f"an experiment must be a mapping, got {type(data).__name__}")
-        if "experiment" in data:  # a run directory's config.json
-            version = data.get("format_version", 1)
-            if not isinstance(version, int) or version > CONFIG_VERSION:
-                raise cfg.ConfigError(
-                    f"config format_version {version!r} is newer than this marljax reads "
-                    f"({CONFIG_VERSION}); upgrade marljax"
-                )
-            data = data["experiment"]
-            if not isinstance(data, dict):
-                raise cfg.ConfigError("config.json's 'experiment' must be a mapping")
+        data = experiment_mapping(data)
         valid = cfg.field_names(cls)
         for key in data:
             if key not in valid:
@@ -274,6 +263,28 @@ class Experiment:
         return dataclasses.replace(self, **changes)
 
 
+def experiment_mapping(data: Any) -> dict[str, Any]:
+    """The experiment mapping of an experiment or of a run directory's whole `config.json` (its
+    "experiment", after checking the file's format version), without building anything.
+
+    Raises:
+      ConfigError: not a mapping, or a config.json of a newer format than this marljax reads.
+    """
+    if not isinstance(data, dict):
+        raise cfg.ConfigError(f"an experiment must be a mapping, got {type(data).__name__}")
+    if "experiment" not in data:
+        return data
+    version = data.get("format_version", 1)
+    if not isinstance(version, int) or version > CONFIG_VERSION:
+        raise cfg.ConfigError(
+            f"config format_version {version!r} is newer than this marljax reads "
+            f"({CONFIG_VERSION}); upgrade marljax"
+        )
+    if not isinstance(data["experiment"], dict):
+        raise cfg.ConfigError("config.json's 'experiment' must be a mapping")
+    return data["experiment"]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Scalars:
     """The scalar fields of `Experiment`, for parsing them from strings (`from_dict`)."""
@@ -295,4 +306,4 @@ def _preset(algo: str, name: str) -> Any:
         raise cfg.ConfigError(err.args[0] if err.args else str(err)) from None
 
 
-__all__ = ["CONFIG_VERSION", "DEFAULT_ENV", "Experiment", "LOGGERS"]
+__all__ = ["experiment_mapping", "CONFIG_VERSION", "DEFAULT_ENV", "Experiment", "LOGGERS"]

@@ -107,12 +107,9 @@ def _read_experiment(path: str) -> dict:
             f"--config {path} is a directory; give a YAML/JSON file (for a run: "
             f"{path.rstrip('/')}/config.json, or --resume {path})"
         ) from None
-    if "experiment" in data:
-        from marljax.shell.experiment import Experiment
+    from marljax.shell.spec import experiment_mapping
 
-        Experiment.from_dict(data)  # checks the format version
-        data = data["experiment"]
-    data = dict(data)
+    data = dict(experiment_mapping(data))  # a run's config.json: its format version checked
     data.pop("check_finite", None)  # a choice of each invocation, not of the run
     return data
 
