@@ -137,6 +137,34 @@ def field_names(cls_or_obj: Any) -> list[str]:
     return [f.name for f in dataclasses.fields(cls_or_obj)]
 
 
+def route_assignments(
+    assignments: dict[str, Any],
+    groups: dict[str, Any],
+    where: str,
+    extra_valid: tuple[str, ...] = (),
+) -> dict[str, dict[str, Any]]:
+    """Split `key -> value` assignments (`--set`) by the first group whose field names hold each
+    key: `{group: {key: value}}`, every group present.
+
+    Args:
+      assignments: from `parse_assignments`.
+      groups: group name -> its valid keys (e.g. `field_names(TrainConfig)`), in precedence order.
+      where: what is being set, for the error (e.g. `"--set (algo ippo)"`).
+      extra_valid: names the caller routes itself, listed in the error (e.g. `"env.<option>"`).
+
+    Raises:
+      ConfigError: an unknown key, with close matches among every valid name.
+    """
+    out: dict[str, dict[str, Any]] = {g: {} for g in groups}
+    for key, value in assignments.items():
+        group = next((g for g, names in groups.items() if key in names), None)
+        if group is None:
+            valid = sorted(set().union(*map(set, groups.values()))) + list(extra_valid)
+            raise unknown_key_error(key, valid, where)
+        out[group][key] = value
+    return out
+
+
 def unknown_key_error(key: str, valid: list[str], where: str) -> ConfigError:
     close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -35,23 +35,22 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
     spec = algo_spec(algo)
     run_keys = {"seeds", "seed", "chunk_updates", "out_dir", "name", "checkpoint"}
     groups = {
+        "run": run_keys,
         "train": set(cfg.field_names(TrainConfig)),
         "agent": set(cfg.field_names(spec.config_cls)),
         "hparams": set(cfg.field_names(spec.hparams_cls)),
     }
-    for key, value in cfg.parse_assignments(args.set, "--set").items():
-        if key.startswith("env."):
-            if not key[4:]:
-                raise cfg.ConfigError(f"--set expects env.KEY=VALUE, got {key}={value!r}")
-            data.setdefault("env_kwargs", {})[key[4:]] = _env_value(value)
-        elif key in run_keys:
-            data[key] = value
-        else:
-            group = next((g for g, names in groups.items() if key in names), None)
-            if group is None:
-                valid = sorted(run_keys.union(*groups.values())) + ["env.<option>"]
-                raise cfg.unknown_key_error(key, valid, f"--set (algo {algo})")
-            data.setdefault(group, {})[key] = value
+    sets = cfg.parse_assignments(args.set, "--set")
+    for key in [k for k in sets if k.startswith("env.")]:
+        value = sets.pop(key)
+        if not key[4:]:
+            raise cfg.ConfigError(f"--set expects env.KEY=VALUE, got {key}={value!r}")
+        data.setdefault("env_kwargs", {})[key[4:]] = _env_value(value)
+    routed = cfg.route_assignments(sets, groups, f"--set (algo {algo})", ("env.<option>",))
+    data.update(routed.pop("run"))
+    for group, values in routed.items():
+        if values:
+            data.setdefault(group, {}).update(values)
     if args.steps is not None:
         data.setdefault("train", {})["total_env_steps"] = args.steps
     grid = _assignments_once(args.grid, "--grid")
@@ -264,15 +263,9 @@ def _train_psro(args: argparse.Namespace) -> int:
         )
     sets = cfg.parse_assignments(args.set, "--set")
     groups = {"config": PSROConfig(), "hparams": PSROHParams(), "meta": MetaSolverHParams()}
-    split = {g: {} for g in groups}
     nested = ("meta", "br_agent", "br_agent_config", "br_train")  # not settable as text
     names = {g: [n for n in cfg.field_names(obj) if n not in nested] for g, obj in groups.items()}
-    for key, value in sets.items():
-        group = next((g for g, valid in names.items() if key in valid), None)
-        if group is None:
-            valid = [n for v in names.values() for n in v]
-            raise cfg.unknown_key_error(key, valid, "--set (psro)")
-        split[group][key] = value
+    split = cfg.route_assignments(sets, names, "--set (psro)")
     config = cfg.replace_checked(groups["config"], split["config"], "psro")
     meta = cfg.replace_checked(groups["meta"], split["meta"], "psro meta-solver")
     hparams = cfg.replace_checked(groups["hparams"], split["hparams"], "psro").replace(meta=meta)
