@@ -425,6 +425,26 @@ def test_sweep_never_names_a_diverged_setting_best(tmp_path, capsys):
     summary = json.loads((tmp_path / "s" / "sweep.json").read_text())
     assert summary["best"]["setting"] == {"lr": 0.001}
     assert summary["ranking"][-1]["non_finite_seeds"] == [0, 1]
+    # the diverged setting has no policy: eval and load_policy refuse it, naming the finite one
+    run = str(tmp_path / "s")
+    code, out, err = run_cli(["eval", run, "--setting", "lr=1e30", "--episodes", "2"], capsys)
+    assert code == 2 and "not finite (NaN/inf)" in err and "lr=0.001" in err, (out, err)
+    assert "IQM" not in out and "Traceback" not in err
+    with pytest.raises(ValueError, match="diverged"):
+        marljax.load_policy(run, setting={"lr": 1e30})
+    assert marljax.load_policy(run).setting == {"lr": 0.001}  # the default: the finite best
+
+    # every setting diverged: sweep.json names no best, and eval refuses the sweep
+    code, out, err = run_cli(
+        ["sweep", "--algo", "mappo", "--env", "matrix/climbing-v0", "--grid", "lr=1e20,1e30"]
+        + ["--seeds", "2", "--steps", "64", *tiny, "--out", str(tmp_path), "--name", "all"],
+        capsys,
+    )
+    assert code == 1 and "no setting trained without NaN/inf" in out + err
+    summary = json.loads((tmp_path / "all" / "sweep.json").read_text())
+    assert summary["best"] is None
+    code, out, err = run_cli(["eval", str(tmp_path / "all"), "--episodes", "2"], capsys)
+    assert code == 2 and "no setting" in err and "names no best" in err, (out, err)
 
 
 def test_os_and_size_errors_are_messages_before_anything_runs(tmp_path, capsys, finished_run):

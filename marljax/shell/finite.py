@@ -109,6 +109,14 @@ def _param_flags(agent_state: Any) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def finite_params(agent_state: Any) -> np.ndarray:
+    """`[R]` bool: True where every floating leaf of a runs-first agent state is finite."""
+    flags = [f for _, f in _param_flags(agent_state)]
+    if not flags:
+        return np.ones(jax.tree.leaves(agent_state)[0].shape[0], bool)
+    return np.logical_and.reduce(flags)
+
+
 def _first_non_finite(metrics: dict, agent_state: Any) -> tuple[int, str, int] | None:
     """`(update in chunk, what, run)` of the earliest non-finite metric, else the first bad
     parameter (reported at the chunk's last update), else None."""
@@ -174,4 +182,4 @@ def final_returns(metrics: dict[str, np.ndarray], metric: str = "episode_return"
     return out
 
 
-__all__ = ["final_returns", "finite_check", "finite_runs", "NonFiniteError"]
+__all__ = ["final_returns", "finite_check", "finite_params", "finite_runs", "NonFiniteError"]

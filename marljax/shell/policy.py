@@ -164,7 +164,13 @@ def _setting_index(run: _Run, setting: Any) -> int:
         summary = os.path.join(run.run_dir, "sweep.json")
         if os.path.isfile(summary):
             with open(summary) as f:
-                return int(json.load(f)["best"]["index"])
+                best = json.load(f).get("best")
+            if best is None:
+                raise ValueError(
+                    f"no setting of {run.run_dir} trained without NaN/inf (sweep.json names no "
+                    f"best); a diverged run has no policy to evaluate. Its settings: {listed}"
+                )
+            return int(best["index"])
         raise ValueError(
             f"{run.run_dir} has {len(settings)} settings and no sweep.json: choose one with "
             f"setting= (--setting): {listed}"
@@ -192,6 +198,32 @@ def _setting_index(run: _Run, setting: Any) -> int:
 
 def _label(setting: dict) -> str:
     return ",".join(f"{k}={v:g}" for k, v in setting.items()) or "default"
+
+
+def _check_finite(run: _Run, g: int, seeds: list[int]) -> None:
+    """Refuse the runs of setting `g` whose parameters hold NaN/inf (a diverged run is no
+    policy: its greedy actions can score as well as the optimum)."""
+    from marljax.shell.finite import finite_params
+
+    state = jax.tree.map(lambda x: x[g][np.asarray(seeds)], run.states.agent_state)
+    ok = finite_params(state)
+    if ok.all():
+        return
+    bad = [run.exp.seed + s for s, good in zip(seeds, ok) if not good]
+    good = [
+        _label(st) for h, st in enumerate(run.built.settings)
+        if finite_params(jax.tree.map(lambda x, h=h: x[h], run.states.agent_state)).all()
+    ]  # fmt: skip
+    raise ValueError(
+        f"the parameters of setting {g} ({_label(run.built.settings[g])}) of {run.run_dir} are "
+        f"not finite (NaN/inf) for seed(s) {', '.join(map(str, bad))}: the run diverged and has "
+        "no policy to evaluate. "
+        + (
+            f"Settings with finite parameters: {'; '.join(good)}."
+            if good
+            else "No setting has finite parameters."
+        )
+    )
 
 
 def _seed_index(run: _Run, seed: int | None) -> int:
@@ -229,6 +261,7 @@ def load_policy(
     """
     run = _read(run_dir, step)
     g, s = _setting_index(run, setting), _seed_index(run, seed)
+    _check_finite(run, g, [s])
     built = run.built
     return Policy(
         env=built.env,
@@ -344,6 +377,7 @@ def evaluate_run(
     run = _read(run_dir, step)
     built, exp = run.built, run.exp
     g = _setting_index(run, setting)
+    _check_finite(run, g, list(range(run.exp.seeds)))
     env_id = exp.env if env is None else env
     target, target_params = built.env, built.env_params
     if env is not None:
@@ -441,6 +475,8 @@ def crossplay_runs(
     if mine.all() or not mine.any():
         raise ValueError(f"roles_a={list(roles_a)} must name some but not all of the agents")
     ga, gb = _setting_index(a, setting_a), _setting_index(b, setting_b)
+    _check_finite(a, ga, list(range(a.exp.seeds)))
+    _check_finite(b, gb, list(range(b.exp.seeds)))
     ha = jax.tree.map(lambda x: x[ga], a.built.hparams)
     hb = jax.tree.map(lambda x: x[gb], b.built.hparams)
     budget = eval_budget(a.built.trainer.config, params)

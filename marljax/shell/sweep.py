@@ -268,9 +268,12 @@ def _tie_text(result: SweepResult) -> str:
 def _write_summary(run_dir: str, result: SweepResult) -> None:
     """sweep.json: the settings ranked by score, the best setting and its hparams."""
     order = np.argsort(-result.scores if result.mode == "max" else result.scores, kind="stable")
+    finite = np.ones(len(result.settings), bool) if result.finite is None else result.finite
+    any_finite = bool(np.asarray(finite).all(axis=-1).any())  # a setting without NaN/inf runs
     summary = {
         "metric": result.metric,
         "mode": result.mode,
+        # no best when every setting has a NaN/inf run (a diverged policy is not a result)
         "best": {
             "index": result.best_index,
             "setting": result.best_setting,
@@ -278,7 +281,9 @@ def _write_summary(run_dir: str, result: SweepResult) -> None:
             "hparams": cfg.to_dict(result.best_hparams),
             "tied_with": [g for g in result.tied if g != result.best_index],
             "tie": _tie_text(result) if len(result.tied) > 1 else None,
-        },
+        }
+        if any_finite
+        else None,
         "ranking": [
             {
                 "index": int(g),
