@@ -176,6 +176,14 @@ def test_two_writers_second_process_is_refused(partial_run, tmp_path, capsys):
             f"pid {holder.pid}",
         )
         assert snapshot(run) == before
+        # a refused resume with a larger budget writes nothing either (config.json included:
+        # a later plain --resume would otherwise train the refused run's extra updates)
+        refused(
+            ["train", "--resume", run, "--steps", "100000", "--no-progress"],
+            capsys,
+            "being written by another marljax process",
+        )
+        assert snapshot(run) == before
     finally:
         holder.kill()
         holder.wait()

@@ -124,7 +124,7 @@ def run_experiment(
     run_dir = None
     if resume is not None:
         run_dir = os.path.abspath(resume)
-        _check_resumable(run_dir, description, kind, allow_hparam_change)
+        extended = _check_resumable(run_dir, description, kind, allow_hparam_change)
     elif write:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         prefix = "sweep_" if kind == "sweep" else ""
@@ -145,11 +145,14 @@ def run_experiment(
     box: list = [None]  # the Checkpointer, once the run directory is open
 
     def open_dir(stack: contextlib.ExitStack) -> None:
-        """Create (new runs: only after the memory check passed) and lock the directory."""
+        """Create (new runs: only after the memory check passed) and lock the directory; a
+        resumed run's extended budget is written only once the lock is held."""
         if resume is None:
             rundir.create(run_dir, kind, static_part(description))
             results.write_json(os.path.join(run_dir, "config.json"), description)
         stack.enter_context(rundir.lock(run_dir))
+        if resume is not None and extended is not None:
+            results.write_json(os.path.join(run_dir, "config.json"), extended)
         if exp.checkpoint:
             box[0] = stack.enter_context(Checkpointer(os.path.join(run_dir, "checkpoints")))
 
@@ -270,8 +273,15 @@ def _result(run_dir, built, metrics, state, finished, grid=True) -> RunResult:
     return RunResult(run_dir, metrics, state, built.settings, finished)
 
 
-def _check_resumable(run_dir: str, description: dict, kind: str, allow_hparam_change: bool) -> None:
-    """Refuse to resume a directory that is not this run's (kind, format, static config)."""
+def _check_resumable(
+    run_dir: str, description: dict, kind: str, allow_hparam_change: bool
+) -> dict | None:
+    """Refuse to resume a directory that is not this run's (kind, format, static config).
+
+    Returns:
+      The config.json to write once the run's lock is held when the budget grew (None if not):
+      nothing is written here, so a resume refused by another writer's lock changes nothing.
+    """
     rundir.check(run_dir, kind)
     with open(os.path.join(run_dir, "config.json")) as f:
         saved = json.load(f)
@@ -292,11 +302,12 @@ def _check_resumable(run_dir: str, description: dict, kind: str, allow_hparam_ch
             f"Cannot resume {run_dir} with fewer env steps ({new:,}) than it was run with "
             f"({old_steps:,})"
         )
-    if old_steps is not None and new != old_steps:  # an extended budget: record it
-        results.write_json(os.path.join(run_dir, "config.json"), {**saved, **{
+    if old_steps is not None and new != old_steps:  # an extended budget: recorded under the lock
+        return {**saved, **{
             "experiment": {**saved["experiment"], "train": description["experiment"]["train"]},
             "resolved": description["resolved"],
-        }})  # fmt: skip
+        }}  # fmt: skip
+    return None
 
 
 def _record_hparam_change(run_dir: str, description: dict) -> None:
