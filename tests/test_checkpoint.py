@@ -32,3 +32,29 @@ def test_empty_leaves_save_and_restore(tmp_path):
 
 # A continuous-action HASAC run (empty action-mask and replay-mask leaves) killed, resumed and
 # compared bit for bit with an uninterrupted run: tests/test_crash_safety.py's hasac-continuous.
+
+
+def test_a_reader_never_removes_a_writers_save_in_progress(tmp_path):
+    """`load_policy` / `marljax eval` open checkpoints read-only: the temporary folder of a save
+    the run's writer has in progress survives them (a writer's own manager cleans stale ones)."""
+    import os
+
+    import pytest
+
+    from marljax.training.checkpoint import CheckpointError
+
+    state = {"w": jnp.arange(6.0).reshape(2, 3)}
+    with Checkpointer(tmp_path / "ckpt") as writer:
+        writer.save(1, state)
+    in_progress = tmp_path / "ckpt" / "2.orbax-checkpoint-tmp-1234567890"
+    in_progress.mkdir()
+    (in_progress / "part").write_text("being written")
+    with Checkpointer(tmp_path / "ckpt", read_only=True) as reader:
+        assert reader.all_steps() == [1]
+        np.testing.assert_array_equal(reader.restore(state)["w"], state["w"])
+        with pytest.raises(CheckpointError, match="read-only"):
+            reader.save(3, state)
+    assert in_progress.is_dir() and (in_progress / "part").read_text() == "being written"
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["1", in_progress.name]
+    assert Checkpointer(tmp_path / "none", read_only=True).all_steps() == []
+    assert not (tmp_path / "none").exists()  # a reader creates no folder

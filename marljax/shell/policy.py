@@ -133,7 +133,7 @@ def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
     )
     hparams = jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
     like = ex.state_like(built.trainer, keys, hparams, env_params=built.env_params)
-    with Checkpointer(ckpt_dir) as ckpt:
+    with Checkpointer(ckpt_dir, read_only=True) as ckpt:  # never cleans a writer's save
         steps = ckpt.all_steps()
         if not steps:
             raise FileNotFoundError(f"{run_dir} has no complete checkpoint: {fix}")

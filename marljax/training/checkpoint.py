@@ -8,6 +8,7 @@ checkpoint is never listed or restored.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -31,19 +32,27 @@ class Checkpointer:
     """Save and restore `RunnerState` pytrees under `directory/<update_idx>`.
 
     Args:
-      directory: folder of the checkpoints (created if missing).
+      directory: folder of the checkpoints (created if missing, unless `read_only`).
       max_to_keep: how many of the newest checkpoints to keep.
+      read_only: a reader (`load_policy`, `marljax eval`): it creates, deletes and cleans
+        nothing, so it never removes the temporary folder of a save that the run's writer
+        has in progress.
     """
 
-    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2):
+    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2, read_only: bool = False):
         self.directory = os.path.abspath(os.fspath(directory))
+        self.read_only = bool(read_only)
         # Synchronous saves: `save` waits for every write anyway, and an error then surfaces in
         # this thread at once (no background thread left waiting on a failed write).
-        options = dict(max_to_keep=max_to_keep, create=True)
+        options = dict(max_to_keep=None if read_only else max_to_keep, create=not read_only)
         # cleanup_tmp_directories: remove the temporary folders of saves that a killed process
-        # left behind (an orbax without it ignores them: they are never listed).
+        # left behind (an orbax without it ignores them: they are never listed). A reader
+        # leaves them: one may be the writer's save in progress.
+        cleanup = {"cleanup_tmp_directories": not read_only}
+        reader = {"read_only": True} if read_only else {}
         for extra in (
-            {"enable_async_checkpointing": False, "cleanup_tmp_directories": True},
+            {"enable_async_checkpointing": False, **cleanup, **reader},
+            {"enable_async_checkpointing": False, **cleanup},
             {"enable_async_checkpointing": False},
             {},
         ):
@@ -52,7 +61,14 @@ class Checkpointer:
                 break
             except TypeError:
                 continue
-        self._manager = ocp.CheckpointManager(self.directory, options=opts)
+        quiet = logging.getLogger("absl")  # orbax notes each read-only adjustment at WARNING
+        level = quiet.level
+        if read_only:
+            quiet.setLevel(logging.ERROR)
+        try:
+            self._manager = ocp.CheckpointManager(self.directory, options=opts)
+        finally:
+            quiet.setLevel(level)
 
     def save(self, step: int, state: Any) -> None:
         """Write `state` as checkpoint `step` and wait until it is complete on disk.
@@ -61,6 +77,8 @@ class Checkpointer:
         are stored as a 0-d placeholder (orbax cannot write empty arrays); `restore` puts the
         empty arrays of its template back.
         """
+        if self.read_only:
+            raise CheckpointError(f"{self.directory} was opened read-only; nothing is saved")
         state = jax.tree.map(lambda x: _EMPTY if _is_empty(x) else x, state)
         try:
             self._manager.save(int(step), args=ocp.args.StandardSave(state))
