@@ -117,6 +117,28 @@ def finite_params(agent_state: Any) -> np.ndarray:
     return np.logical_and.reduce(flags)
 
 
+def refuse_non_finite(
+    agent_state: Any, labels: list[str], g: int, seeds: list[int], first_seed: int, where: str
+) -> None:
+    """Raise `ValueError` when setting `g`'s runs `seeds` of a `[G, S, ...]` agent state hold
+    NaN/inf parameters: a diverged run is no policy (its greedy actions can score as well as the
+    optimum). The message names the bad seeds and the settings whose parameters are finite."""
+    ok = finite_params(jax.tree.map(lambda x: x[g][np.asarray(seeds)], agent_state))
+    if ok.all():
+        return
+    bad = [first_seed + s for s, fine in zip(seeds, ok) if not fine]
+    good = [
+        label for h, label in enumerate(labels)
+        if finite_params(jax.tree.map(lambda x, h=h: x[h], agent_state)).all()
+    ]  # fmt: skip
+    raise ValueError(
+        f"the parameters of setting {g} ({labels[g]}) of {where} are not finite (NaN/inf) for "
+        f"seed(s) {', '.join(map(str, bad))}: the run diverged and has no policy to evaluate. "
+        + (f"Settings with finite parameters: {'; '.join(good)}." if good
+           else "No setting has finite parameters.")
+    )  # fmt: skip
+
+
 def _first_non_finite(metrics: dict, agent_state: Any) -> tuple[int, str, int] | None:
     """`(update in chunk, what, run)` of the earliest non-finite metric, else the first bad
     parameter (reported at the chunk's last update), else None."""
@@ -182,4 +204,11 @@ def final_returns(metrics: dict[str, np.ndarray], metric: str = "episode_return"
     return out
 
 
-__all__ = ["final_returns", "finite_check", "finite_params", "finite_runs", "NonFiniteError"]
+__all__ = [
+    "final_returns",
+    "finite_check",
+    "finite_params",
+    "finite_runs",
+    "NonFiniteError",
+    "refuse_non_finite",
+]

@@ -87,11 +87,8 @@ class Policy:
         fps: float = 5,
         dpi: int = 80,
     ) -> Any:
-        """One greedy episode of this policy as a GIF (and MP4 with ffmpeg): the path written.
-
-        `marljax.evaluation.render.render_episode(self, ...)`; by default the GIF goes into the
-        run directory as `episode[_<setting>]_seed<seed>.gif`. `marljax render RUN` calls this.
-        """
+        """One greedy episode as a GIF (and MP4 with ffmpeg) in the run directory: its path
+        (`marljax.evaluation.render.render_episode(self, ...)`; `marljax render RUN`)."""
         from marljax.evaluation.render import render_episode
 
         return render_episode(self, path, seed=seed, max_steps=max_steps, fps=fps, dpi=dpi)
@@ -201,29 +198,11 @@ def _label(setting: dict) -> str:
 
 
 def _check_finite(run: _Run, g: int, seeds: list[int]) -> None:
-    """Refuse the runs of setting `g` whose parameters hold NaN/inf (a diverged run is no
-    policy: its greedy actions can score as well as the optimum)."""
-    from marljax.shell.finite import finite_params
+    """Refuse the runs of setting `g` whose parameters hold NaN/inf (`refuse_non_finite`)."""
+    from marljax.shell.finite import refuse_non_finite
 
-    state = jax.tree.map(lambda x: x[g][np.asarray(seeds)], run.states.agent_state)
-    ok = finite_params(state)
-    if ok.all():
-        return
-    bad = [run.exp.seed + s for s, good in zip(seeds, ok) if not good]
-    good = [
-        _label(st) for h, st in enumerate(run.built.settings)
-        if finite_params(jax.tree.map(lambda x, h=h: x[h], run.states.agent_state)).all()
-    ]  # fmt: skip
-    raise ValueError(
-        f"the parameters of setting {g} ({_label(run.built.settings[g])}) of {run.run_dir} are "
-        f"not finite (NaN/inf) for seed(s) {', '.join(map(str, bad))}: the run diverged and has "
-        "no policy to evaluate. "
-        + (
-            f"Settings with finite parameters: {'; '.join(good)}."
-            if good
-            else "No setting has finite parameters."
-        )
-    )
+    labels = [_label(st) for st in run.built.settings]
+    refuse_non_finite(run.states.agent_state, labels, g, seeds, run.exp.seed, run.run_dir)
 
 
 def _seed_index(run: _Run, seed: int | None) -> int:
