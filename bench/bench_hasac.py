@@ -47,7 +47,7 @@ import marljax
 from marljax.agents.base import Observation, Trajectory
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
-from marljax.agents.sac import learner as sac_learner
+from marljax.agents.sac import agent as sac_agent
 from marljax.agents.sac.networks import make_sac_model
 from marljax.nn.replay import make_replay
 from marljax.training.train import TrainConfig, make_train
@@ -196,15 +196,15 @@ def flops_per_env_step(opts: Options) -> list[Result]:
     model = make_sac_model(cfg, env, params)
     masac = make_sac_model(dataclasses.replace(cfg, sequential=False), env, params)
     hp, replay = SACHParams(), make_replay(cfg.buffer_size, cfg.batch_size)
-    state = sac_learner.init_state(model, replay, key, hp).replace(replay=None)
+    state = sac_agent.init(sac_agent.SACParts(model, replay), key, hp).replace(replay=None)
     batch = jax.tree.map(
         lambda x: jnp.zeros((cfg.batch_size, *x.shape), x.dtype), model.example_item()
     )
     critic = _flops(
-        lambda s, b, k: sac_learner.critic_step(model, s, b, hp, k, None), state, batch, key
+        lambda s, b, k: sac_agent.critic_step(model, s, b, hp, k, None), state, batch, key
     )
     actor = _flops(
-        lambda s, b, k: sac_learner.actor_step(masac, s, b, hp, k, None), state, batch, key
+        lambda s, b, k: sac_agent.actor_step(masac, s, b, hp, k, None), state, batch, key
     )
     steps_per_env_step = max(1, round(cfg.utd_ratio * ROLLOUT)) / (NUM_ENVS * ROLLOUT)
     hasac = (critic + actor) * steps_per_env_step

@@ -29,10 +29,17 @@ MOVED = {
     "marljax.experiment": "marljax.shell.experiment",
     "marljax.sweep": "marljax.shell.sweep",
     "marljax.cli": "marljax.shell.cli",
-    "marljax.results": "marljax.shell.results",
+    "marljax.results": "marljax.evaluation.results",
     "marljax.rundir": "marljax.shell.rundir",
     "marljax.loggers": "marljax.shell.loggers",
     "marljax.policy": "marljax.shell.policy",
+    "marljax.shell.results": "marljax.evaluation.results",
+    "marljax.shell.space": "marljax.training.space",
+    # each algorithm's factory module is `agent.py` (one name in every algorithm folder)
+    **{
+        f"marljax.agents.{pkg}.learner": f"marljax.agents.{pkg}.agent"
+        for pkg in ("qlearning", "qtran", "shaq", "transf_qmix", "sac", "maddpg", "facmac")
+    },
 }
 
 

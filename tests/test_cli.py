@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import marljax
-import marljax.shell.results
+import marljax.evaluation.results
 import marljax.testing
 import marljax.training.checkpoint
 from marljax.agents import PPOConfig, PPOHParams
@@ -71,7 +71,7 @@ def test_train_writes_a_complete_run_directory(finished_run):
     assert config["resolved"]["seeds"] == [0, 1]
     assert config["resolved"]["agent"]["hidden_sizes"] == [16]
     assert config["versions"]["jax"] == __import__("jax").__version__
-    metrics = marljax.shell.results.read_marl_eval(finished_run / "metrics.json")
+    metrics = marljax.evaluation.results.read_marl_eval(finished_run / "metrics.json")
     runs = metrics["matrix"]["penalty_k0-v0"]["mappo"]
     assert set(runs) == {"seed_0", "seed_1"}
     steps = [k for k in runs["seed_0"] if k.startswith("step_")]
@@ -542,3 +542,19 @@ def test_config_file_of_a_run_reproduces_it_and_presets_are_reachable(tmp_path):
     bad.write_text(json.dumps({"algo": "iql", "seedz": 2}))
     assert main(["train", "--config", str(bad), "--name", "e"]) == 2
     assert not any((tmp_path / n).exists() for n in ("c", "d", "e"))
+
+
+def test_auto_chunks_are_one_program_where_the_update_count_allows():
+    """`chunk_updates=0` picks a chunk size that divides the run (one compiled program for every
+    chunk, none for a shorter tail) with at most 40 chunks, and at least 5 where the run has
+    them; only a run with no such divisor (e.g. a prime count over 40) keeps a shorter tail."""
+    from marljax.shell.spec import auto_chunk
+
+    for n in range(1, 3000):
+        c = auto_chunk(n)
+        chunks = -(-n // c)
+        assert min(n, 5) <= chunks <= 40, (n, c)
+        if n % c:  # only where no count of 5 to 40 equal chunks exists
+            assert n > 40 and all(n % k or k < 5 for k in range(1, 41)), (n, c)
+    assert [auto_chunk(n) for n in (80, 195, 320, 1953)] == [4, 13, 16, 93]
+    assert Experiment(train={"num_envs": 16, "rollout_len": 32}).updates_per_chunk == 4  # 80 / 20

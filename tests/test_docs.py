@@ -55,7 +55,7 @@ COVERED = (
     "marljax.evaluation.social",
     "marljax.evaluation.rollout",
     "marljax.evaluation.plots",
-    "marljax.shell.results",
+    "marljax.evaluation.results",
     "marljax.shell.policy",
     "marljax.shell.loggers",
     "marljax.population",

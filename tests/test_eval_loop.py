@@ -267,7 +267,12 @@ def test_schedules_longer_than_the_run_are_named():
     note names the epsilon it ends at and the setting to change; a fitting schedule is quiet."""
     from marljax.shell.experiment import build, schedule_notes
 
-    exp = Experiment(algo="qmix", env="matrix/two_step-v0", agent={"recurrent": False})
+    exp = Experiment(
+        algo="qmix",
+        env="matrix/two_step-v0",
+        agent={"recurrent": False},
+        train={"num_envs": 16, "rollout_len": 8, "total_env_steps": 40_960},
+    )
     (note,) = schedule_notes(build(exp))
     assert "ends at epsilon 0.61" in note and "eps_anneal_steps=20480" in note
     assert schedule_notes(build(exp.replace(hparams={"eps_anneal_steps": 20_000}))) == []

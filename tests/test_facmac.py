@@ -18,9 +18,9 @@ from marljax.agents.facmac import (
     make_facmac,
     make_facmac_model,
 )
-from marljax.agents.facmac import learner as facmac_learner
+from marljax.agents.facmac import agent as facmac_agent
 from marljax.agents.maddpg import MADDPGConfig, make_maddpg_model
-from marljax.agents.maddpg import learner as maddpg_learner
+from marljax.agents.maddpg import agent as maddpg_agent
 from marljax.nn.replay import make_replay
 from marljax.training.train import TrainConfig, make_train
 
@@ -58,12 +58,12 @@ def test_centralised_gradient_uses_the_current_policies_not_the_replayed_actions
     low, high = jnp.array([-0.9]), jnp.array([0.9])
     batches = jax.tree.map(lambda *x: jnp.stack(x), _batch(low), _batch(high))
     for model, step, changes in (
-        (make_facmac_model(FACMACConfig(hidden_sizes=(8,)), env), facmac_learner.actor_step, False),
-        (make_maddpg_model(MADDPGConfig(hidden_sizes=(8,)), env), maddpg_learner.actor_step, True),
+        (make_facmac_model(FACMACConfig(hidden_sizes=(8,)), env), facmac_agent.actor_step, False),
+        (make_maddpg_model(MADDPGConfig(hidden_sizes=(8,)), env), maddpg_agent.actor_step, True),
     ):  # fmt: skip
 
         def both(model=model, step=step):  # init and both steps as one compiled program
-            state = maddpg_learner.init_state(model, make_replay(8, 4), key, hp)
+            state = maddpg_agent.init(maddpg_agent.MADDPGParts(model, make_replay(8, 4)), key, hp)
             return jax.vmap(lambda b: step(model, state, b, hp, None)[0].actor_params)(batches)
 
         new = jax.jit(both)()  # leaves [2, ...]: after the low and the high replayed actions

@@ -435,7 +435,8 @@ def test_a_failed_checkpoint_write_ends_the_process_promptly(tmp_path):
 def test_no_space_while_writing_metrics_or_config_keeps_the_previous_file(tmp_path, monkeypatch):
     """Two faults: the disk fills while config.json / metrics.npz are written. The error
     propagates (naming the file), the previous file is kept and no temporary file is left."""
-    from marljax.shell import outputs, results
+    from marljax.evaluation import results
+    from marljax.shell import outputs
 
     def no_space(obj, f, **kwargs):  # half written, then the disk is full
         f.write('{"a": ')

@@ -390,7 +390,7 @@ def test_used_entries_only_counts_the_roles_own_action_entries():
     `used_entries_only`, log-probs ignore the other entries, the default target entropy is
     -(used entries) per agent, and the critic sees zeros in the unused entries."""
     from marljax.agents.sac import make_sac_model
-    from marljax.agents.sac.learner import temperature_step
+    from marljax.agents.sac.agent import temperature_step
 
     env, params = marljax.make("particle/simple_speaker_listener_continuous-v0")
     used = np.asarray(env.action_entries_used, np.float32)

@@ -1,5 +1,5 @@
 """Plots of run directories, learning curves, social-metric curves and swarm snapshots
-(`marljax.evaluation.plots`, `marljax.shell.results.plot_learning_curves`, `marljax plot`).
+(`marljax.evaluation.plots`, `marljax.evaluation.plots.plot_setting_curves`, `marljax plot`).
 
 The figures are inspected before they are closed (`_save` is wrapped), so the tests check what is
 drawn, not only that a PNG appeared. Run directories are written by hand (config.json and
@@ -18,7 +18,7 @@ import pytest
 import marljax
 import marljax.envs.swarm  # noqa: F401  (registers swarm/*)
 from marljax.evaluation import plots
-from marljax.shell import cli, results
+from marljax.shell import cli
 
 # NaN returns (updates without a finished episode) must never reach numpy as an empty slice.
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -271,7 +271,7 @@ def test_run_learning_curve_band_and_references(tmp_path, captured):
     ret = np.full((1, 2, 5), np.nan)
     ret[0, 0, [1, 3]] = [1.0, 3.0]
     ret[0, 1, [2, 4]] = [2.0, 4.0]
-    results.plot_learning_curves(
+    plots.plot_setting_curves(
         np.arange(5), ret, [""], tmp_path / "curve.png", references={"optimum": 11.0}
     )
     (fig,) = captured

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from marljax.evaluation import results
 from marljax.evaluation import stats as S
-from marljax.shell import results
 
 #: the results and plotting code must not warn (an empty slice is handled, not averaged)
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")

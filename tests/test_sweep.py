@@ -14,11 +14,11 @@ from flax import struct
 import marljax
 from marljax.agents.base import Agent
 from marljax.core import config as cfg
-from marljax.shell import results
-from marljax.shell import space as sp
+from marljax.evaluation import results
 from marljax.shell import sweep as sw
 from marljax.shell.experiment import Experiment
 from marljax.training import execute as ex
+from marljax.training import space as sp
 from marljax.training.train import TrainConfig, make_train
 
 #: the results and plotting code must not warn (an empty slice is handled, not averaged)

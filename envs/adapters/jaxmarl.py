@@ -63,7 +63,14 @@ from flax import struct
 
 from marljax.core import spaces
 from marljax.core.registry import EnvSpec, import_optional
-from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
+from marljax.core.types import Array, Environment, PRNGKey, TimeStep
+from marljax.envs.adapters.common import (
+    AdapterParams,
+    AdapterState,
+    canonical_state,
+    truncation,
+    validate_max_steps,
+)
 
 __all__ = [
     "JaxMARLEnv",
@@ -93,23 +100,15 @@ def import_jaxmarl(what: str) -> Any:
 
 
 @struct.dataclass
-class JaxMARLParams(EnvParams):
-    """Traced parameters of an adapted JaxMARL env.
-
-    Attributes:
-      max_steps: time limit; the episode is truncated after `min(max_steps, L)` steps, where `L`
-        is the JaxMARL env's native episode length (the default).
-    """
+class JaxMARLParams(AdapterParams):
+    """Traced parameters of an adapted JaxMARL env (`max_steps`, see `AdapterParams`)."""
 
     max_steps: int = 100
 
 
 @struct.dataclass
-class JaxMARLState:
-    """State of an adapted JaxMARL env."""
-
-    inner: Any  # the JaxMARL env's own state pytree
-    step: Array  # [] int32 steps taken in this episode
+class JaxMARLState(AdapterState):
+    """State of an adapted JaxMARL env (`inner` is the JaxMARL env's state; see `AdapterState`)."""
 
 
 def _mro_names(obj: Any) -> set[str]:
@@ -457,15 +456,12 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
         return JaxMARLParams(max_steps=self._default_max_steps)
 
     def validate_params(self, params: JaxMARLParams) -> None:
-        max_steps = int(params.max_steps)
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        if self.native_episode_len is not None and max_steps > self.native_episode_len:
-            raise ValueError(
-                f"max_steps={max_steps} exceeds the {self.native_episode_len} steps after which "
-                f"{self.jaxmarl_env.name} ends episodes itself; build the JaxMARL env with a "
-                "longer limit instead"
-            )
+        validate_max_steps(
+            params.max_steps,
+            self.native_episode_len,
+            self.jaxmarl_env.name,
+            "build the JaxMARL env with a longer limit instead",
+        )
 
     def observation_space(self, params: JaxMARLParams) -> spaces.Box:
         return spaces.Box(self._obs_low, self._obs_high, self._obs_shape, jnp.float32)
@@ -479,7 +475,7 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
     def reset(self, key: PRNGKey, params: JaxMARLParams) -> tuple[JaxMARLState, TimeStep]:
         del params
         obs, inner = self.jaxmarl_env.reset(key)
-        inner = self._canonical_state(inner)
+        inner = canonical_state(inner, self._state_sig)
         reward = jnp.zeros((self.num_agents,), jnp.float32)
         false = jnp.array(False)
         extras = {k: jnp.zeros(v.shape, v.dtype) for k, v in self._extras_sig.items()}
@@ -490,17 +486,15 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
         self, key: PRNGKey, state: JaxMARLState, actions: Array, params: JaxMARLParams
     ) -> tuple[JaxMARLState, TimeStep]:
         obs, inner, rewards, dones, infos = self._raw_step(key, state.inner, actions)
-        inner = self._canonical_state(inner)
+        inner = canonical_state(inner, self._state_sig)
         t = state.step + 1
         native_done = jnp.asarray(dones["__all__"]).astype(bool).reshape(())
-        limit = jnp.asarray(params.max_steps, jnp.int32)
         if self.native_episode_len is not None:
             at_native_limit = t >= self.native_episode_len
-            limit = jnp.minimum(limit, self.native_episode_len)
         else:
             at_native_limit = jnp.array(False)
         terminated = native_done & ~at_native_limit
-        truncated = ~terminated & (t >= limit)
+        truncated = truncation(t, terminated, params.max_steps, self.native_episode_len)
         reward = jnp.stack(
             [jnp.asarray(r, jnp.float32).reshape(()) for r in _per_agent(self.agents, rewards)]
         )
@@ -571,16 +565,6 @@ class JaxMARLEnv(Environment[JaxMARLState, JaxMARLParams]):
         if self._world_state == "method":
             return jnp.asarray(self.jaxmarl_env.get_world_state(inner), jnp.float32)
         return stacked.reshape(-1)
-
-    def _canonical_state(self, inner: Any) -> Any:
-        """The inner state with the reset state's dtypes and no weak types (one jit trace)."""
-
-        def leaf(x, sig):
-            if jnp.issubdtype(sig.dtype, jax.dtypes.prng_key):
-                return x
-            return jnp.asarray(x, sig.dtype)
-
-        return jax.tree.map(leaf, inner, self._state_sig)
 
     def _timestep(self, obs, inner, reward, terminated, truncated, extras) -> TimeStep:
         stacked = self.stack_obs(obs)

@@ -91,7 +91,14 @@ from flax import struct
 
 from marljax.core import spaces
 from marljax.core.registry import EnvSpec, import_optional
-from marljax.core.types import Array, Environment, EnvParams, PRNGKey, TimeStep
+from marljax.core.types import Array, Environment, PRNGKey, TimeStep
+from marljax.envs.adapters.common import (
+    AdapterParams,
+    AdapterState,
+    canonical_state,
+    truncation,
+    validate_max_steps,
+)
 
 __all__ = [
     "JUMANJI_TASKS",
@@ -122,23 +129,16 @@ def import_jumanji(what: str) -> Any:
 
 
 @struct.dataclass
-class JumanjiParams(EnvParams):
-    """Traced parameters of an adapted Jumanji env.
-
-    Attributes:
-      max_steps: time limit; the episode is truncated after `min(max_steps, L)` steps, where `L`
-        is the Jumanji env's `time_limit` (the default).
-    """
+class JumanjiParams(AdapterParams):
+    """Traced parameters of an adapted Jumanji env (`max_steps`, see `AdapterParams`; `L` is the
+    Jumanji env's `time_limit`)."""
 
     max_steps: int = 500
 
 
 @struct.dataclass
-class JumanjiState:
-    """State of an adapted Jumanji env."""
-
-    inner: Any  # the Jumanji env's own state pytree
-    step: Array  # [] int32 steps taken in this episode
+class JumanjiState(AdapterState):
+    """State of an adapted Jumanji env (`inner` is the Jumanji env's state; see `AdapterState`)."""
 
 
 # ---------------------------------------------------------------------------- conversions
@@ -371,15 +371,12 @@ class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
         return JumanjiParams(max_steps=self.native_episode_len)
 
     def validate_params(self, params: JumanjiParams) -> None:
-        max_steps = int(params.max_steps)
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        if max_steps > self.native_episode_len:
-            raise ValueError(
-                f"max_steps={max_steps} exceeds the {self.native_episode_len} steps after which "
-                f"Jumanji's {self.jumanji_class} ends episodes itself; pass time_limit=... to "
-                "build it with a longer limit instead"
-            )
+        validate_max_steps(
+            params.max_steps,
+            self.native_episode_len,
+            f"Jumanji's {self.jumanji_class}",
+            "pass time_limit=... to build it with a longer limit instead",
+        )
 
     def observation_space(self, params: JumanjiParams) -> spaces.Box:
         return self._obs_space
@@ -393,7 +390,7 @@ class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
     def reset(self, key: PRNGKey, params: JumanjiParams) -> tuple[JumanjiState, TimeStep]:
         del params
         inner, ts = self.jumanji_env.reset(key)
-        inner = self._canonical_state(inner)
+        inner = canonical_state(inner, self._state_sig)
         reward = jnp.zeros((self.num_agents,), jnp.float32)
         false = jnp.array(False)
         out = self._timestep(inner, ts, reward, false, false)
@@ -405,12 +402,11 @@ class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
         del key  # Jumanji's randomness comes from the key in its state
         actions = self.to_jumanji_actions(actions)
         inner, ts = self.jumanji_env.step(state.inner, actions)
-        inner = self._canonical_state(inner)
+        inner = canonical_state(inner, self._state_sig)
         t = state.step + 1
         terminated = self._conv.terminal(self.jumanji_env, state.inner, actions, inner)
         terminated = jnp.asarray(terminated, bool).reshape(())
-        limit = jnp.minimum(jnp.asarray(params.max_steps, jnp.int32), self.native_episode_len)
-        truncated = ~terminated & (t >= limit)
+        truncated = truncation(t, terminated, params.max_steps, self.native_episode_len)
         reward = jnp.broadcast_to(jnp.asarray(ts.reward, jnp.float32), (self.num_agents,))
         out = self._timestep(inner, ts, reward, terminated, truncated)
         return JumanjiState(inner=inner, step=t), out
@@ -441,16 +437,6 @@ class JumanjiEnv(Environment[JumanjiState, JumanjiParams]):
             global_state=self._conv.global_state(self.jumanji_env, inner, obs),
             extras=extras,
         )
-
-    def _canonical_state(self, inner: Any) -> Any:
-        """The inner state with the reset state's dtypes and no weak types (one jit trace)."""
-
-        def leaf(x, sig):
-            if jnp.issubdtype(sig.dtype, jax.dtypes.prng_key):
-                return x
-            return jnp.asarray(x, sig.dtype)
-
-        return jax.tree.map(leaf, inner, self._state_sig)
 
 
 # ---------------------------------------------------------------------------- construction

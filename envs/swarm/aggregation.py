@@ -114,6 +114,7 @@ class Aggregation(SwarmEnv):
       ValueError: bad static arguments.
     """
 
+    params_type = AggregationParams
     metric_names = ("cohesion", "collisions")
     default_density = 1.0
     has_angles = False
@@ -131,13 +132,13 @@ class Aggregation(SwarmEnv):
         angle_bins: int = 16,
         check_overflow: bool = False,
     ):
-        self.num_agents = int(num_agents)
         if int(bearing_bins) < 1:
             raise ValueError(f"Aggregation needs bearing_bins >= 1, got {bearing_bins}")
-        self.continuous = bool(continuous)
         self.bearing_bins = int(bearing_bins)
-        self.obs_dim = self.bearing_bins + 4
         self._setup(
+            num_agents,
+            continuous,
+            self.bearing_bins + 4,
             cells_per_side,
             cell_capacity,
             brute_force_threshold,
@@ -146,13 +147,6 @@ class Aggregation(SwarmEnv):
             angle_bins,
             check_overflow,
         )
-
-    @property
-    def name(self) -> str:
-        return "Aggregation"
-
-    def default_params(self) -> AggregationParams:
-        return AggregationParams(size=jnp.float32(self.default_size()))
 
     def action_space(self, params) -> spaces.Space:
         if self.continuous:

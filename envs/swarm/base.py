@@ -198,11 +198,13 @@ def local_order(angle: Array, nb: Neighbours) -> Array:
 class SwarmEnv(Environment):
     """Base of the swarm tasks (see the module docstring).
 
-    Subclasses set `num_agents`, `metric_names`, `default_density`, `obs_dim` and implement
-    `default_params`, `_init`, `_move`, `_outputs`, `_angles` and `action_space`, then call
-    `_setup`.
+    Subclasses set `params_type`, `metric_names`, `default_density`, `has_angles` and implement
+    `_init`, `_move`, `_outputs`, `_angles` and `action_space`; their constructors check and set
+    their own static arguments, then pass the rest to `_setup`.
     """
 
+    #: the task's params dataclass; `default_params` fills in the default torus side.
+    params_type: type[SwarmParams] = SwarmParams
     #: names of the order parameters reported as `swarm/<name>` (static).
     metric_names: tuple[str, ...] = ()
     #: agents per unit area of the default torus (`size = sqrt(A / density)`).
@@ -211,6 +213,9 @@ class SwarmEnv(Environment):
 
     def _setup(
         self,
+        num_agents: int,
+        continuous: bool,
+        obs_dim: int,
         cells_per_side: int | None,
         cell_capacity: int,
         brute_force_threshold: int,
@@ -219,7 +224,25 @@ class SwarmEnv(Environment):
         angle_bins: int,
         check_overflow: bool,
     ) -> None:
-        """Build the static neighbour search and mean-field representation."""
+        """Set the static fields every swarm task has; build its neighbour search and mean field.
+
+        The one builder of the task constructors, which forward their shared arguments here.
+
+        Args:
+          num_agents: `A` (`>= 1`).
+          continuous: continuous actions instead of discrete ones.
+          obs_dim: size of one agent's observation.
+          cells_per_side, cell_capacity, brute_force_threshold, check_overflow: the neighbour
+            search (see `NeighbourSearch`; `cells_per_side=None`: `floor(L / r)` of the default
+            params).
+          mean_field, position_bins, angle_bins: the global state (see `MeanField`).
+
+        Raises:
+          ValueError: bad static arguments.
+        """
+        self.num_agents = int(num_agents)
+        self.continuous = bool(continuous)
+        self.obs_dim = int(obs_dim)
         if self.num_agents < 1:
             raise ValueError(f"{self.name} needs num_agents >= 1, got {self.num_agents}")
         if int(cell_capacity) < 1:
@@ -234,6 +257,10 @@ class SwarmEnv(Environment):
         )
         self.mean_field = MeanField(mean_field, position_bins, angle_bins)
         self.check_overflow = bool(check_overflow)
+
+    def default_params(self) -> SwarmParams:
+        """The task's `params_type` defaults on the torus of side `default_size()`."""
+        return self.params_type(size=jnp.float32(self.default_size()))
 
     def default_size(self) -> float:
         """Torus side giving `default_density` agents per unit area, at least `2.5` (so that the

@@ -101,6 +101,7 @@ class Kuramoto(SwarmEnv):
       ValueError: bad static arguments.
     """
 
+    params_type = KuramotoParams
     metric_names = ("synchronisation",)
     default_density = 2.0
     has_angles = True
@@ -119,16 +120,16 @@ class Kuramoto(SwarmEnv):
         angle_bins: int = 16,
         check_overflow: bool = False,
     ):
-        self.num_agents = int(num_agents)
         if int(num_offsets) < 2:
             raise ValueError(f"Kuramoto needs num_offsets >= 2, got {num_offsets}")
         if int(phase_bins) < 1:
             raise ValueError(f"Kuramoto needs phase_bins >= 1, got {phase_bins}")
         self.num_offsets = int(num_offsets)
-        self.continuous = bool(continuous)
         self.phase_bins = int(phase_bins)
-        self.obs_dim = self.phase_bins + 4
         self._setup(
+            num_agents,
+            continuous,
+            self.phase_bins + 4,
             cells_per_side,
             cell_capacity,
             brute_force_threshold,
@@ -137,13 +138,6 @@ class Kuramoto(SwarmEnv):
             angle_bins,
             check_overflow,
         )
-
-    @property
-    def name(self) -> str:
-        return "Kuramoto"
-
-    def default_params(self) -> KuramotoParams:
-        return KuramotoParams(size=jnp.float32(self.default_size()))
 
     def action_space(self, params) -> spaces.Space:
         return self._scalar_action_space(self.num_offsets)

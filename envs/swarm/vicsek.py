@@ -104,6 +104,7 @@ class Vicsek(SwarmEnv):
       ValueError: bad static arguments (zero agents, `num_turns < 2`, ...).
     """
 
+    params_type = VicsekParams
     metric_names = ("polarisation",)
     default_density = 2.0
     has_angles = True
@@ -123,7 +124,6 @@ class Vicsek(SwarmEnv):
         angle_bins: int = 16,
         check_overflow: bool = False,
     ):
-        self.num_agents = int(num_agents)
         if int(num_turns) < 2:
             raise ValueError(f"Vicsek needs num_turns >= 2, got {num_turns}")
         if int(heading_bins) < 1 or int(bearing_bins) < 0:
@@ -132,11 +132,12 @@ class Vicsek(SwarmEnv):
                 f"{bearing_bins}"
             )
         self.num_turns = int(num_turns)
-        self.continuous = bool(continuous)
         self.heading_bins = int(heading_bins)
         self.bearing_bins = int(bearing_bins)
-        self.obs_dim = self.heading_bins + self.bearing_bins + 1
         self._setup(
+            num_agents,
+            continuous,
+            self.heading_bins + self.bearing_bins + 1,
             cells_per_side,
             cell_capacity,
             brute_force_threshold,
@@ -145,13 +146,6 @@ class Vicsek(SwarmEnv):
             angle_bins,
             check_overflow,
         )
-
-    @property
-    def name(self) -> str:
-        return "Vicsek"
-
-    def default_params(self) -> VicsekParams:
-        return VicsekParams(size=jnp.float32(self.default_size()))
 
     def action_space(self, params) -> spaces.Space:
         return self._scalar_action_space(self.num_turns)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from marljax.benchmarks import scores
-from marljax.shell import results
+from marljax.evaluation import results
 
 #: the packaged reference bands
 BANDS_PATH = os.path.join(os.path.dirname(__file__), "data", "bands.json")

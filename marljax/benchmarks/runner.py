@@ -28,7 +28,7 @@ import numpy as np
 from marljax.benchmarks import scores
 from marljax.benchmarks.suite import TASKS, Cell, cell, experiment_kwargs
 from marljax.core.config import ConfigError
-from marljax.shell import results
+from marljax.evaluation import results
 
 #: the packaged published numbers (`{cell name: {...}}`), see `published`
 PUBLISHED_PATH = os.path.join(os.path.dirname(__file__), "data", "published.json")

@@ -331,9 +331,13 @@ def replace_checked(obj: Any, values: dict[str, Any], where: str) -> Any:
 
 
 def to_dict(obj: Any) -> Any:
-    """A JSON-friendly dict of a (nested) dataclass."""
+    """A JSON-friendly dict of a (nested) dataclass.
+
+    Only the fields it is constructed with: fields with `init=False` are derived from those
+    (e.g. `Experiment.agent_config`)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        fields = [f.name for f in dataclasses.fields(obj) if f.init]
+        return {name: to_dict(getattr(obj, name)) for name in fields}
     if isinstance(obj, (list, tuple)):
         return [to_dict(x) for x in obj]
     if isinstance(obj, dict):

@@ -3,6 +3,8 @@
 Each `plot_*` function takes the output of a `marljax.evaluation.stats` (or `crossplay`)
 function, writes one PNG and returns its path:
 
+- `plot_setting_curves`: one run's learning curves from arrays, a line per setting (a run
+  directory's `learning_curve.png`).
 - `plot_learning_curves`: per-update return of run directories, mean (or IQM) over seeds with
   a stratified-bootstrap confidence band;
 - `plot_sample_efficiency`: `sample_efficiency_curves` output;
@@ -1000,6 +1002,54 @@ def _curve_panels(
     if not out:
         raise ValueError("no run has a seed-complete update to plot")
     return out
+
+
+def plot_setting_curves(
+    env_steps: np.ndarray,
+    returns: np.ndarray,
+    labels: list[str],
+    path: str | os.PathLike,
+    title: str = "",
+    references: dict[str, float] | None = None,
+    confidence: float = 0.95,
+    scores: dict[str, np.ndarray] | None = None,
+) -> None:
+    """Plot the mean return over seeds with a bootstrap confidence band, one line per setting.
+
+    The statistic of every marljax learning curve (`curve_band`, named
+    in the legend): the mean over seeds with a percentile bootstrap confidence interval of the
+    mean; an update in which a seed finished no episode carries that seed's last finished
+    return forward, so curves have no gaps (and no empty-slice warnings).
+
+    Args:
+      env_steps: `[U]` environment steps at each update.
+      returns: `[G, S, U]` returns (NaN where no episode finished).
+      labels: `G` legend labels (`""` for a run without settings).
+      path: output PNG (a run directory's `learning_curve.png`).
+      title: figure title.
+      references: `{name: return}` drawn as dashed lines, e.g.
+        `marljax.core.env_references(env_id, env_kwargs)`.
+      confidence: band coverage.
+      scores: optional task scores `{name: [G, S, U]}` (e.g. `{"win rate": ...}`), each drawn
+        in a panel of its own beside the return.
+    """
+    # one legend for every panel: a run without settings is "all seeds" beside a task score
+    what = "all seeds" if scores else "episode return"
+
+    def panel(values: np.ndarray) -> list:
+        values = np.asarray(values, np.float64)
+        if values.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
+            values = values.reshape(*values.shape[:3], -1).mean(axis=-1)
+        curves = []
+        for g, label in enumerate(labels):
+            band = curve_band(values[g], env_steps, confidence=confidence, seed=g)
+            if band is not None:  # a seed without a finished episode: no curve (figure says so)
+                curves.append((label or what, band))
+        return curves
+
+    panels = [("episode return" if scores else "", panel(returns), dict(references or {}))]
+    panels += [(name, panel(v), {}) for name, v in (scores or {}).items()]
+    _draw_learning_curves(path, panels, confidence, title)
 
 
 def plot_learning_curves(

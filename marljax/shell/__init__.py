@@ -2,9 +2,10 @@
 
 - `experiment`: the typed `Experiment` spec, `build`, `run_experiment` (run directories,
   resume, loggers, finiteness checks) and `baseline_main` for `baselines/` scripts.
-- `sweep`: hyperparameter spaces, `run_sweep` and the ranking of settings.
+- `sweep`: `run_sweep` and the ranking of settings (the spaces: `marljax.training.space`).
 - `policy`: `load_policy` / `Policy` over a run directory, `evaluate_run`, cross-play of runs.
-- `results`: outputs of a run directory (marl-eval JSON, learning curves, summaries).
+- `outputs`: what a run directory holds besides checkpoints (metrics in marl-eval JSON via
+  `marljax.evaluation.results`, `learning_curve.png` via `marljax.evaluation.plots`).
 - `rundir`: the run directory's format, hashing and lock; `loggers`: CSV, TensorBoard, W&B.
 - `cli`: the `marljax` command.
 

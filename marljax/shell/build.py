@@ -18,9 +18,9 @@ import numpy as np
 from marljax.agents import algo_spec
 from marljax.core import config as cfg
 from marljax.core.registry import make
-from marljax.shell import space
 from marljax.shell.spec import CONFIG_VERSION, Experiment
 from marljax.training import execute as ex
+from marljax.training import space
 from marljax.training.train import make_train
 
 

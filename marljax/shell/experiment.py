@@ -40,7 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax.core import config as cfg
-from marljax.shell import outputs, results, rundir
+from marljax.evaluation import results
+from marljax.shell import outputs, rundir
 from marljax.shell.build import (  # noqa: F401  (the experiment's one import path)
     RUNNER_METRICS,
     Built,

@@ -1,7 +1,7 @@
 """The outputs of a run directory: metrics.npz, marl-eval metrics.json, learning_curve.png.
 
 Written by `marljax.shell.experiment.run_experiment` after every chunk (metrics) and at the end
-(the plot); `marljax.shell.results` reads and draws them.
+(the plot); `marljax.evaluation.results` reads and draws them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from marljax.core.registry import env_references
-from marljax.shell import results
+from marljax.evaluation import plots, results
 from marljax.shell.build import Built
 from marljax.training.rollout import score_label, task_metric_names
 
@@ -56,7 +56,7 @@ def write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> No
     """learning_curve.png: the return over seeds per setting, and a panel per task score."""
     exp = built.exp
     try:
-        results.plot_learning_curves(
+        plots.plot_setting_curves(
             metrics["env_steps"][0, 0],
             metrics["episode_return"],
             setting_labels(built),

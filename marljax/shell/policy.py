@@ -410,7 +410,7 @@ def evaluate_run(
         scores=scores,
     )
     if write:
-        from marljax.shell import results
+        from marljax.evaluation import results
 
         name = "eval.json" if env is None else f"eval_{env_id.replace('/', '_')}.json"
         results.write_json(os.path.join(run.run_dir, name), report.to_dict())

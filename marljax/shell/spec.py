@@ -16,8 +16,8 @@ import numpy as np
 
 from marljax.agents import algo_spec, preset
 from marljax.core import config as cfg
-from marljax.shell import space
 from marljax.training import execute as ex
+from marljax.training import space
 from marljax.training.train import TrainConfig
 
 DEFAULT_ENV = "matrix/climbing-v0"
@@ -27,7 +27,10 @@ DEFAULT_ENV = "matrix/climbing-v0"
 CONFIG_VERSION = 2
 
 
-_DEFAULT_TRAIN = TrainConfig(num_envs=16, rollout_len=8, total_env_steps=40_960, eval_interval=-1)
+#: The train defaults of a run from the shell: `TrainConfig`'s own (the library's one set of
+#: defaults, which presets and `bench/` build on too), with the in-program greedy evaluation on
+#: (about 10 per run; training is bit for bit the same with or without it).
+DEFAULT_TRAIN = TrainConfig(eval_interval=-1)
 
 
 #: optional loggers of `Experiment.log` -> the package each needs.
@@ -49,11 +52,12 @@ class Experiment:
       agent: overrides of the algorithm's static config (e.g. `{"recurrent": True}`).
       hparams: overrides of the algorithm's traced hyperparameters (e.g. `{"lr": 3e-4}`).
       grid: hyperparameter name -> list of values; the Cartesian product is swept.
-      sample: hyperparameter name -> distribution (`marljax.shell.space.LogUniform` etc., or a CLI
+      sample: hyperparameter name -> distribution (`marljax.training.space.LogUniform` etc., or a CLI
         string such as `"log:1e-4:1e-2"`); `num_samples` draws per grid point, `sample_seed`.
       metric, mode, window: how a sweep ranks settings (the mean over seeds of each run's mean
         of its last `window` finite values of `metric`; `mode` "max" or "min").
-      chunk_updates: updates per compiled chunk (0: about 20 chunks per run).
+      chunk_updates: updates per compiled chunk (0: about 20 chunks per run, of one size where
+        the run's update count allows it: `auto_chunk`).
       devices: devices to use (None: every device); `layout`: "runs" (runs sharded over the
         devices) or "envs" (each run's envs and learner split over them).
       out_dir: parent folder of run directories; `name`: the run directory's name (default
@@ -70,8 +74,13 @@ class Experiment:
         `<run dir>/tensorboard`) and/or "wandb" (a Weights & Biases run named after the run
         directory; `WANDB_MODE=offline` works without an account). See `marljax.shell.loggers`.
 
-    Every value is parsed and validated here: a `ConfigError` names the key. The resolved
-    algorithm config and base hparams are `agent_config` and `base_hparams`.
+    Resolved once, when constructed (every value parsed and validated; a `ConfigError` names the
+    key), and typed from then on:
+      agent_config: the algorithm's static config: its defaults, then the preset, then `agent`.
+      base_hparams: its hparams: defaults, then the preset, then `hparams`.
+      settings: the `G` swept settings (grid x sample draws; `[{}]` without a sweep).
+      train: a `TrainConfig`: `DEFAULT_TRAIN`, then the preset's, then `train`.
+    `agent` and `hparams` keep only the overrides (parsed), so `to_dict` records what was asked.
     """
 
     algo: str = "mappo"
@@ -99,6 +108,10 @@ class Experiment:
     check_finite: bool = True
     log: tuple = ()
     opponents: str | None = None
+    # resolved once, in __post_init__, from the fields above (not arguments, not in to_dict)
+    agent_config: Any = dataclasses.field(init=False, repr=False, compare=False)
+    base_hparams: Any = dataclasses.field(init=False, repr=False, compare=False)
+    settings: list = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         for key in ("algo", "env", "out_dir", "metric"):
@@ -159,7 +172,7 @@ class Experiment:
         preset = None if self.preset is None else _preset(self.algo, self.preset)
         config = spec.config_cls(**spec.config_defaults)
         hparams = spec.hparams_cls()
-        train = _DEFAULT_TRAIN
+        train = DEFAULT_TRAIN
         if preset is not None:
             config = cfg.replace_checked(config, dict(preset.config), f"preset {self.preset}")
             hparams = cfg.replace_checked(hparams, dict(preset.hparams), f"preset {self.preset}")
@@ -205,31 +218,19 @@ class Experiment:
         object.__setattr__(self, "train", train)
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "sample", sample)
-        object.__setattr__(self, "_resolved", (config, hparams, settings))
-
-    @property
-    def agent_config(self) -> Any:
-        """The algorithm's static config: defaults, then the preset, then `agent`."""
-        return self._resolved[0]
-
-    @property
-    def base_hparams(self) -> Any:
-        """The algorithm's hparams: defaults, then the preset, then `hparams`."""
-        return self._resolved[1]
-
-    @property
-    def settings(self) -> list[dict[str, float]]:
-        """The `G` swept settings (grid x sample draws; `[{}]` without a sweep)."""
-        return self._resolved[2]
+        object.__setattr__(self, "agent_config", config)
+        object.__setattr__(self, "base_hparams", hparams)
+        object.__setattr__(self, "settings", settings)
 
     @property
     def updates_per_chunk(self) -> int:
+        """`chunk_updates`, or when 0 `auto_chunk(num_updates)`."""
         n = self.train.num_updates
-        return self.chunk_updates if self.chunk_updates > 0 else max(1, -(-n // 20))
+        return self.chunk_updates if self.chunk_updates > 0 else auto_chunk(n)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (`config.json`'s "experiment"; `from_dict` reads it back)."""
-        out = {f.name: cfg.to_dict(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        out = cfg.to_dict(self)
         out["sample"] = {k: space.distribution_dict(v) for k, v in self.sample.items()}
         return out
 
@@ -239,7 +240,7 @@ class Experiment:
         directory's `config.json` (its "experiment"). Unknown keys raise a `ConfigError` with
         the close matches; a config.json of a newer format is refused."""
         data = experiment_mapping(data)
-        valid = cfg.field_names(cls)
+        valid = _arguments(cls)
         for key in data:
             if key not in valid:
                 raise cfg.unknown_key_error(str(key), valid, "experiment")
@@ -261,6 +262,23 @@ class Experiment:
     def replace(self, **changes: Any) -> Experiment:
         """A copy with `changes` (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def auto_chunk(num_updates: int, target: int = 20, most: int = 40) -> int:
+    """Updates per chunk for a run of `num_updates`: about `target` chunks, all of one size.
+
+    A chunk size that divides the run means one compiled program for every chunk; a shorter last
+    chunk would compile a second one (tens of seconds on a CPU). So: among the chunk counts from
+    5 (or `num_updates`, if fewer) to `most` that divide `num_updates`, the one closest to
+    `target` (the larger chunk on a tie); when there is none (e.g. a prime number of updates
+    over `most`), `ceil(num_updates / target)` with a shorter last chunk, so that progress and
+    checkpoints still come about `target` times.
+    """
+    n = max(1, int(num_updates))
+    counts = [c for c in range(min(n, 5), min(n, most) + 1) if n % c == 0]
+    if not counts:
+        return -(-n // target)
+    return n // min(counts, key=lambda c: (abs(c - target), c))
 
 
 def experiment_mapping(data: Any) -> dict[str, Any]:
@@ -299,6 +317,11 @@ class _Scalars:
     check_finite: bool = True
 
 
+def _arguments(cls_or_obj: Any) -> list[str]:
+    """The fields an `Experiment` is written with (not the ones it resolves)."""
+    return [f.name for f in dataclasses.fields(cls_or_obj) if f.init]
+
+
 def _preset(algo: str, name: str) -> Any:
     try:
         return preset(algo, name)
@@ -306,4 +329,11 @@ def _preset(algo: str, name: str) -> Any:
         raise cfg.ConfigError(err.args[0] if err.args else str(err)) from None
 
 
-__all__ = ["experiment_mapping", "CONFIG_VERSION", "DEFAULT_ENV", "Experiment", "LOGGERS"]
+__all__ = [
+    "experiment_mapping",
+    "CONFIG_VERSION",
+    "DEFAULT_ENV",
+    "DEFAULT_TRAIN",
+    "Experiment",
+    "LOGGERS",
+]

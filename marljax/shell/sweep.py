@@ -32,9 +32,9 @@ import jax
 import numpy as np
 
 from marljax.core import config as cfg
+from marljax.evaluation import results
 from marljax.shell import experiment as xp
-from marljax.shell import results
-from marljax.shell.space import (  # noqa: F401  (also reachable here, as before)
+from marljax.training.space import (  # noqa: F401  (also reachable here, as before)
     Choice,
     LogUniform,
     Uniform,

@@ -56,7 +56,7 @@ class TrainConfig:
     num_envs: int = param(16, lo=1, help="parallel environments per run")
     rollout_len: int = param(32, lo=1, help="environment steps per update")
     total_env_steps: int = param(
-        100_000, lo=1, help="environment steps per run (rounded down to whole updates)"
+        40_960, lo=1, help="environment steps per run (rounded down to whole updates)"
     )
     progress: bool = param(False, help="report progress from inside the compiled program")
     eval_interval: int = param(

@@ -12,7 +12,7 @@ with two changes:
   instead of MADDPG's per-agent gradient at the others' replayed actions.
 
 The package: `config` (FACMACConfig, FACMACHParams, PRESETS), `networks` (FACMACModel), `loss`
-(`centralised_actor_loss`), `learner` (the steps and the factory).
+(`centralised_actor_loss`), `agent` (the steps and the factory).
 
 Reference: B. Peng, T. Rashid, C. Schroeder de Witt, P.-A. Kamienny, P. Torr, W. Boehmer,
 S. Whiteson, "FACMAC: Factored Multi-Agent Centralised Policy Gradients", NeurIPS 2021
@@ -21,8 +21,8 @@ S. Whiteson, "FACMAC: Factored Multi-Agent Centralised Policy Gradients", NeurIP
 
 from __future__ import annotations
 
+from marljax.agents.facmac.agent import facmac, make_facmac
 from marljax.agents.facmac.config import MIXERS, PRESETS, FACMACConfig, FACMACHParams, preset
-from marljax.agents.facmac.learner import facmac, make_facmac
 from marljax.agents.facmac.loss import centralised_actor_loss
 from marljax.agents.facmac.networks import FACMACModel, make_facmac_model
 

@@ -27,7 +27,7 @@ paper's text describes and as EPyMARL and BenchMARL implement it) with additive 
 
 The package: `config` (MADDPGConfig, MADDPGHParams, MADDPGState, PRESETS), `networks`
 (actors, critics and how they are applied), `loss` (`td_target`, `critic_loss`, `actor_loss`
-as importable pure functions), `learner` (the update steps and the factory).
+as importable pure functions), `agent` (the update steps, the agent's functions and the factory).
 
 Reference: R. Lowe, Y. Wu, A. Tamar, J. Harb, P. Abbeel, I. Mordatch, "Multi-Agent Actor-Critic
 for Mixed Cooperative-Competitive Environments", NeurIPS 2017 (https://arxiv.org/abs/1706.02275).
@@ -35,6 +35,7 @@ for Mixed Cooperative-Competitive Environments", NeurIPS 2017 (https://arxiv.org
 
 from __future__ import annotations
 
+from marljax.agents.maddpg.agent import maddpg, make_maddpg, noise_std
 from marljax.agents.maddpg.config import (
     CRITIC_INPUTS,
     PRESETS,
@@ -43,7 +44,6 @@ from marljax.agents.maddpg.config import (
     MADDPGState,
     preset,
 )
-from marljax.agents.maddpg.learner import maddpg, make_maddpg, noise_std
 from marljax.agents.maddpg.loss import actor_loss, critic_loss, td_target
 from marljax.agents.maddpg.networks import (
     MADDPGModel,

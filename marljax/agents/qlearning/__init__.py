@@ -30,15 +30,16 @@ Reinforcement Learning"): Adam, lr 1e-3, TD(lambda = 0.6), epsilon 1 -> 0.05 ove
 hard target updates every 200 gradient steps, GRU agents.
 
 The package: `config` (QConfig, QHParams, QState, PRESETS), `networks` (QNetwork, the mixer and
-how they are applied), `loss` (the TD losses as importable pure functions), `learner` (the
-factory), `diagnostics` (Q tables of a trained learner).
+how they are applied), `loss` (the TD losses as importable pure functions), `agent` (`QParts`,
+the agent's pure functions and the `make_q_learner` factory), `diagnostics` (Q tables of a trained
+learner).
 """
 
 from __future__ import annotations
 
+from marljax.agents.qlearning.agent import epsilon, iql, make_q_learner, qmix, vdn
 from marljax.agents.qlearning.config import PRESETS, QConfig, QHParams, QState, preset
 from marljax.agents.qlearning.diagnostics import first_step_q_table, format_q_table, q_table
-from marljax.agents.qlearning.learner import epsilon, iql, make_q_learner, qmix, vdn
 from marljax.agents.qlearning.loss import (
     double_q_values,
     masked_argmax,

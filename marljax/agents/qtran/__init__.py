@@ -7,7 +7,7 @@ greedy joint action is `Q_jt`'s argmax even where `Q_jt` is not monotonic in the
 values (the non-monotonic matrix game `matrix/nonmonotonic-v0`, where VDN and QMIX fail).
 
 The package: `config` (QTRANConfig, QTRANHParams, PRESETS), `networks` (QTRANNetworks), `loss`
-(`qtran_loss`, `opt_loss`, `nopt_loss` as importable pure functions), `learner` (the factory,
+(`qtran_loss`, `opt_loss`, `nopt_loss` as importable pure functions), `agent` (the factory,
 the value-based learner of `marljax.agents.qlearning` with these networks and this loss).
 
 Reference: K. Son et al., "QTRAN: Learning to Factorize with Transformation for Cooperative
@@ -16,8 +16,8 @@ Multi-Agent Reinforcement Learning", ICML 2019 (https://arxiv.org/abs/1905.05408
 
 from __future__ import annotations
 
+from marljax.agents.qtran.agent import make_qtran, qtran
 from marljax.agents.qtran.config import PRESETS, QTRANConfig, QTRANHParams, preset
-from marljax.agents.qtran.learner import make_qtran, qtran
 from marljax.agents.qtran.loss import nopt_loss, opt_loss, qtran_loss
 from marljax.agents.qtran.networks import QTRANNetworks, make_qtran_networks
 

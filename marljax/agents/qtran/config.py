@@ -73,28 +73,27 @@ class QTRANHParams(QHParams):
     nopt_weight: Any = param(1.0, lo=0.0, help="lambda_nopt, the weight of L_nopt.")
 
 
+#: what EPyMARL's and PyMARL's `qtran.yaml` share: the replay, targets and RMSprop optimiser
+_PYMARL_CONFIG = dict(
+    target="one_step",
+    double_q=True,
+    batch_size=32,
+    buffer_size=5000,
+    target_update="hard",
+    target_update_interval=200,
+    optimizer="rmsprop",
+    parameter_mode="shared_id",
+    joint_hidden=(64, 64),
+)  # fmt: skip
+_PYMARL_HPARAMS = dict(lr=5e-4, opt_eps=1e-5, rmsprop_decay=0.99, gamma=0.99, max_grad_norm=10.0)
+
 #: named published configurations of QTRAN-base
 PRESETS: dict[str, Preset] = {
     "epymarl": Preset(
         "epymarl",
+        dict(recurrent=False, **_PYMARL_CONFIG),
         dict(
-            recurrent=False,
-            target="one_step",
-            double_q=True,
-            batch_size=32,
-            buffer_size=5000,
-            target_update="hard",
-            target_update_interval=200,
-            optimizer="rmsprop",
-            parameter_mode="shared_id",
-            joint_hidden=(64, 64),
-        ),  # fmt: skip
-        dict(
-            lr=5e-4,
-            opt_eps=1e-5,
-            rmsprop_decay=0.99,
-            gamma=0.99,
-            max_grad_norm=10.0,
+            **_PYMARL_HPARAMS,
             eps_start=1.0,
             eps_finish=0.05,
             eps_anneal_steps=50_000.0,
@@ -108,28 +107,8 @@ PRESETS: dict[str, Preset] = {
     ),
     "pymarl": Preset(
         "pymarl",
-        dict(
-            recurrent=True,
-            target="one_step",
-            double_q=True,
-            batch_size=32,
-            buffer_size=5000,
-            target_update="hard",
-            target_update_interval=200,
-            optimizer="rmsprop",
-            parameter_mode="shared_id",
-            joint_hidden=(64, 64),
-        ),  # fmt: skip
-        dict(
-            lr=5e-4,
-            opt_eps=1e-5,
-            rmsprop_decay=0.99,
-            gamma=0.99,
-            max_grad_norm=10.0,
-            eps_anneal_steps=50_000.0,
-            opt_weight=1.0,
-            nopt_weight=0.1,
-        ),  # fmt: skip
+        dict(recurrent=True, **_PYMARL_CONFIG),
+        dict(**_PYMARL_HPARAMS, eps_anneal_steps=50_000.0, opt_weight=1.0, nopt_weight=0.1),
         "PyMARL (Samvelyan et al. 2019) src/config/algs/qtran.yaml: GRU agents, opt_loss 1, "
         "nopt_min_loss 0.1, RMSprop lr 5e-4. Its qtran_paper architecture (Q_jt on the "
         "agents' hidden states) is not reproduced: Q_jt here sees the state and joint action.",

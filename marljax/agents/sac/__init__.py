@@ -48,11 +48,13 @@ subtracts `sum_i alpha_i log pi_i` with the agents' temperatures.
 
 The package: `config` (SACConfig, SACHParams, SACState, PRESETS, target entropies), `networks`
 (actors, twin critics and how they are applied), `loss` (the critic, actor and temperature
-losses as importable pure functions), `learner` (the update steps and the factory).
+losses as importable pure functions), `agent` (the update steps, the agent's functions and the
+factory).
 """
 
 from __future__ import annotations
 
+from marljax.agents.sac.agent import agent_order, hasac, make_sac, masac
 from marljax.agents.sac.config import (
     LOG_STD_MAX,
     LOG_STD_MIN,
@@ -64,7 +66,6 @@ from marljax.agents.sac.config import (
     preset,
     target_entropy,
 )
-from marljax.agents.sac.learner import agent_order, hasac, make_sac, masac
 from marljax.agents.sac.loss import (
     discrete_actor_loss,
     gaussian_actor_loss,

@@ -8,7 +8,7 @@ TD on the team reward (`loss.shaq_loss`).
 
 The package: `config` (SHAQConfig, SHAQHParams, PRESETS), `networks` (AlphaNetwork,
 SHAQNetworks), `loss` (`sample_coalitions`, `coalition_mean`, `shapley_weights`, `shaq_loss` as
-importable pure functions), `learner` (the factory, the value-based learner of
+importable pure functions), `agent` (the factory, the value-based learner of
 `marljax.agents.qlearning` with these networks and this loss).
 
 Reference: J. Wang, Y. Zhang, Y. Gu and T.-K. Kim, "SHAQ: Incorporating Shapley Value Theory
@@ -18,8 +18,8 @@ JaxMARL's `baselines/QLearning/shaq.py`.
 
 from __future__ import annotations
 
+from marljax.agents.shaq.agent import make_shaq, shaq
 from marljax.agents.shaq.config import PRESETS, SHAQConfig, SHAQHParams, preset
-from marljax.agents.shaq.learner import make_shaq, shaq
 from marljax.agents.shaq.loss import (
     coalition_mean,
     sample_coalitions,

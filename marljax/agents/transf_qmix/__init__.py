@@ -9,7 +9,7 @@ recurrent token; its output tokens are the weights of QMIX's monotonic mixing ne
 
 The package: `config` (TransfQMIXConfig, TransfQMIXHParams, PRESETS), `networks` (the agent and
 mixer transformers, `entity_shapes`), `loss` (`monotonic_mix`, `transf_qmix_loss` as importable
-pure functions) and `learner` (the factory: the value-based learner of
+pure functions) and `agent` (the factory: the value-based learner of
 `marljax.agents.qlearning` with these networks and this loss).
 
 Environments provide entity tokens through two methods, `entity_obs` and `entity_state`
@@ -22,13 +22,13 @@ Graph Structure of Multi-Agent Reinforcement Learning Problems", AAMAS 2023
 
 from __future__ import annotations
 
+from marljax.agents.transf_qmix.agent import make_transf_qmix, transf_qmix
 from marljax.agents.transf_qmix.config import (
     PRESETS,
     TransfQMIXConfig,
     TransfQMIXHParams,
     preset,
 )
-from marljax.agents.transf_qmix.learner import make_transf_qmix, transf_qmix
 from marljax.agents.transf_qmix.loss import monotonic_mix, transf_qmix_loss
 from marljax.agents.transf_qmix.networks import (
     TransformerAgent,

@@ -1,10 +1,16 @@
-"""The value-based learner's factory: wires `networks`, `loss`, the replay buffer and the shared
-off-policy update (`marljax.agents.offpolicy`) into an `Agent`."""
+"""The value-based learner's agent: module-level `init` / `act` / `update` over a `QParts`
+record (the networks, the replay buffer, the loss), wired into an `Agent` by `make_q_learner`.
+
+Acting is epsilon-greedy on the agents' Q; `update` stores the rollout as replay sequences and
+takes gradient steps through the shared off-policy loop (`marljax.agents.offpolicy`). IQL, VDN
+and QMIX use `loss_fn`; QTRAN, SHAQ and TransfQMIX pass their own networks and loss.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -17,13 +23,38 @@ from marljax.agents.qlearning.config import QConfig, QHParams, QState
 from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
 from marljax.core.types import Environment, EnvParams
 from marljax.nn.qvalues import epsilon, epsilon_greedy  # noqa: F401  (also exported here)
-from marljax.nn.replay import make_replay
+from marljax.nn.replay import Replay, make_replay
 
 Array = jax.Array
 
+#: the scalar metrics of `loss_fn` (and of `loss.mixed_td_loss`)
+METRICS = ("loss", "q_taken", "target_mean")
 
-def make_optimizer(config: QConfig, hp: QHParams, grad_steps: Array):
-    """`common.make_optimizer` with the learner's optimiser and its linear lr decay."""
+
+class QParts(NamedTuple):
+    """The static structure a value-based agent's functions close over (built by
+    `make_q_learner`).
+
+    Attributes:
+      config: the static config (a `QConfig`).
+      nets: the agent network and mixer (or another learner's critics) and how they are applied.
+      replay: the replay buffer's pure functions (`marljax.nn.replay.make_replay`).
+      loss: `loss(nets, params, target_params, batch, hparams[, key=]) -> (loss, metrics)`.
+      metric_names: the scalar metrics `loss` returns.
+      loss_uses_key: whether `loss` takes `key=` (a loss that samples).
+    """
+
+    config: QConfig
+    nets: QNetworks
+    replay: Replay
+    loss: Callable[..., tuple[Array, dict]]
+    metric_names: tuple[str, ...]
+    loss_uses_key: bool
+
+
+def optimizer(config: QConfig, hp: QHParams, grad_steps: Array) -> optax.GradientTransformation:
+    """Clipping, `config.optimizer` and the learning rate, decayed linearly to zero over
+    `config.lr_decay_steps` gradient steps when set (`common.make_optimizer`)."""
     lr = hp.lr
     if config.lr_decay_steps:
         lr = lr * jnp.maximum(1.0 - grad_steps / config.lr_decay_steps, 0.0)
@@ -144,27 +175,19 @@ def loss_fn(nets: QNetworks, params, target_params, batch, hp: QHParams):
     )
 
 
-def gradient_step(
-    nets: QNetworks,
-    hp: QHParams,
-    axis_name: str | None,
-    carry,
-    batch,
-    key,
-    loss=loss_fn,
-    loss_uses_key: bool = False,
-):
-    """One optimiser step of `loss(nets, params, target_params, batch, hp)` on a replay batch,
-    then the target-network update. With `loss_uses_key` the loss also gets `key=` (a loss
-    that samples, e.g. SHAQ's coalitions); otherwise it is deterministic given the batch."""
-    config = nets.config
+def gradient_step(parts: QParts, hp: QHParams, axis_name: str | None, carry, batch, key):
+    """One optimiser step of `parts.loss(nets, params, target_params, batch, hp)` on a replay
+    batch, then the target-network update. With `parts.loss_uses_key` the loss also gets `key=`
+    (a loss that samples, e.g. SHAQ's coalitions); otherwise it is deterministic given the
+    batch."""
+    nets, config = parts.nets, parts.config
     params, target_params, opt_state, grad_steps = carry
-    extra = {"key": jax.random.fold_in(key, 1)} if loss_uses_key else {}
+    extra = {"key": jax.random.fold_in(key, 1)} if parts.loss_uses_key else {}
     (_, metrics), grads = jax.value_and_grad(
-        lambda p: loss(nets, p, target_params, batch, hp, **extra), has_aux=True
+        lambda p: parts.loss(nets, p, target_params, batch, hp, **extra), has_aux=True
     )(params)
     grads = common.data_mean(grads, axis_name)
-    tx = make_optimizer(config, hp, grad_steps)
+    tx = optimizer(config, hp, grad_steps)
     updates, opt_state = tx.update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
     grad_steps = grad_steps + 1
@@ -178,9 +201,94 @@ def gradient_step(
     return (params, target_params, opt_state, grad_steps), metrics
 
 
-def check_batch(sequence_len: int, rollout_len: int) -> None:
+def init(parts: QParts, key: Array, hparams: QHParams) -> QState:
+    """A fresh `QState`: the networks' parameters (the target a copy), an empty replay buffer."""
+    params = parts.nets.init(key)
+    return QState(
+        params=params,
+        target_params=params,
+        opt_state=optimizer(parts.config, hparams, jnp.int32(0)).init(params),
+        replay=parts.replay.init(example_item(parts.nets)),
+        env_steps=jnp.int32(0),
+        grad_steps=jnp.int32(0),
+        num_updates=jnp.int32(0),
+    )
+
+
+def initial_carry(parts: QParts, num_envs: int) -> Array:
+    """The agents' start carry `[E, A, H]` (zeros; `H = 1` when feed-forward)."""
+    return jnp.zeros((num_envs, parts.nets.num_agents, parts.nets.carry_size), jnp.float32)
+
+
+def act(parts: QParts, state: QState, carry, observation: Observation, key, hparams, greedy=False):
+    """Epsilon-greedy actions `[E, A]` (the masked argmax of Q with `greedy=True`); `info` is
+    `{"q": [E, A, N], "carry": [E, A, H]}`, the carry given here, stored for replay."""
+    nets = parts.nets
+    new_carry, (q, _) = nets.apply_agents(
+        state.params["agent"],
+        carry,
+        nets.inputs(observation.obs)[None],
+        observation.reset[None],
+    )
+    q = q[0]  # [E, A, N]
+    eps = None if greedy else epsilon(hparams, state.env_steps)
+    actions = epsilon_greedy(key, q, observation.action_mask, eps)
+    if not parts.config.recurrent:
+        new_carry = carry
+    return actions, new_carry, {"q": q, "carry": carry}
+
+
+def update(
+    parts: QParts,
+    state: QState,
+    traj: Trajectory,
+    hparams: QHParams,
+    key: Array,
+    axis_name: str | None = None,
+):
+    """Store the rollout, then `gradient_steps` TD steps on replay batches.
+
+    `axis_name`: a mapped axis of data-parallel devices, each with a replay buffer of its own
+    environments and its share of every batch; gradients are averaged over it and the
+    environment-step counter (epsilon schedule, `learning_starts`) counts every device's steps.
+    """
+    config, replay = parts.config, parts.replay
+    T, E = traj.reward.shape[:2]
+    replay_state = offpolicy.store(replay, state.replay, to_items(parts.nets, traj))
+    env_steps = state.env_steps + T * E * common.data_shards(axis_name)
+    (params, target_params, opt_state, grad_steps), metrics = offpolicy.learn_from_replay(
+        replay,
+        replay_state,
+        (state.params, state.target_params, state.opt_state, state.grad_steps),
+        key,
+        env_steps=env_steps,
+        learning_starts=config.learning_starts,
+        num_steps=config.gradient_steps,
+        gradient_step=functools.partial(gradient_step, parts, hparams, axis_name),
+        zero_metrics=lambda: dict.fromkeys((*parts.metric_names, "grad_norm"), jnp.float32(0.0)),
+    )
+    metrics["epsilon"] = epsilon(hparams, state.env_steps)
+    new_state = QState(
+        params=params,
+        target_params=target_params,
+        opt_state=opt_state,
+        replay=replay_state,
+        env_steps=env_steps,
+        grad_steps=grad_steps,
+        num_updates=state.num_updates + 1,
+    )
+    return new_state, metrics
+
+
+def get_params(state: QState) -> AgentParams:
+    """The agent Q-network's parameters (policy) and the mixer's (critic; None without one)."""
+    return AgentParams(policy=state.params["agent"], critic=state.params["mixer"] or None)
+
+
+def check_batch(config: QConfig, num_envs: int, rollout_len: int) -> None:
     """Raise a clear error when the rollout does not split into replay sequences."""
-    L = sequence_len
+    del num_envs
+    L = config.sequence_len
     if rollout_len % L:
         raise ValueError(
             f"rollout_len = {rollout_len} is not a multiple of the replay sequence_len = {L}"
@@ -196,10 +304,15 @@ def make_q_learner(
     *,
     networks: QNetworks | None = None,
     loss: Callable[..., tuple[Array, dict]] = loss_fn,
-    metric_names: tuple[str, ...] = ("loss", "q_taken", "target_mean"),
+    metric_names: tuple[str, ...] = METRICS,
     loss_uses_key: bool = False,
+    default_hparams: type = QHParams,
+    rebuild: Callable[[QConfig], Agent] | None = None,
 ) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
+
+    Other value-based learners (QTRAN, SHAQ, TransfQMIX) are this agent with their own
+    `networks`, `loss`, `metric_names`, `default_hparams` and `rebuild`.
 
     Args:
       config: static structure.
@@ -207,13 +320,15 @@ def make_q_learner(
       env_params: params used to read the spaces (default: `env.default_params()`).
       networks: the agent network and mixer (default `make_q_networks(config, env,
         env_params)`); a learner with other critics (e.g. QTRAN's joint networks) passes its
-        own `QNetworks` subclass, whose `init` adds their parameters under `"mixer"` (and
-        replaces `rebuild`, which rebuilds the default learner).
+        own `QNetworks` subclass, whose `init` adds their parameters under `"mixer"`.
       loss: `loss(networks, params, target_params, batch, hparams) -> (loss, metrics)` on a
         replay batch (default `loss_fn`, the IQL / VDN / QMIX TD loss).
       metric_names: the scalar metrics `loss` returns (zeros before learning starts).
       loss_uses_key: call `loss(..., key=key)` with a fresh key per gradient step (a loss that
         samples, e.g. SHAQ's coalitions).
+      default_hparams: the traced hyperparameters' class (a `QHParams`; e.g. `QTRANHParams`).
+      rebuild: `rebuild(config) -> Agent`, the same algorithm from another config (default:
+        `make_q_learner` with these arguments); another algorithm passes its own factory.
 
     Returns:
       An `Agent`. `act` is epsilon-greedy, or the masked argmax of Q with `greedy=True`; its
@@ -234,78 +349,9 @@ def make_q_learner(
             f"(max_steps = {max_steps}); use a sequence_len <= {max_steps}"
         )
     replay = make_replay(config.buffer_size, config.batch_size)
-
-    def init(key: Array, hparams: QHParams) -> QState:
-        params = nets.init(key)
-        return QState(
-            params=params,
-            target_params=params,
-            opt_state=make_optimizer(config, hparams, jnp.int32(0)).init(params),
-            replay=replay.init(example_item(nets)),
-            env_steps=jnp.int32(0),
-            grad_steps=jnp.int32(0),
-            num_updates=jnp.int32(0),
-        )
-
-    def act(state: QState, carry, observation: Observation, key, hparams, greedy=False):
-        new_carry, (q, _) = nets.apply_agents(
-            state.params["agent"],
-            carry,
-            nets.inputs(observation.obs)[None],
-            observation.reset[None],
-        )
-        q = q[0]  # [E, A, N]
-        eps = None if greedy else epsilon(hparams, state.env_steps)
-        actions = epsilon_greedy(key, q, observation.action_mask, eps)
-        if not config.recurrent:
-            new_carry = carry
-        return actions, new_carry, {"q": q, "carry": carry}
-
-    def update(state: QState, traj: Trajectory, hparams: QHParams, key: Array, axis_name=None):
-        """Store the rollout, then `gradient_steps` TD steps on replay batches. With `axis_name`
-        (data-parallel devices, each with a replay buffer of its own environments and its share
-        of every batch) gradients are averaged over the axis and the environment-step counter
-        (epsilon schedule, `learning_starts`) counts every device's steps."""
-        T, E = traj.reward.shape[:2]
-        replay_state = offpolicy.store(replay, state.replay, to_items(nets, traj))
-        env_steps = state.env_steps + T * E * common.data_shards(axis_name)
-        (params, target_params, opt_state, grad_steps), metrics = offpolicy.learn_from_replay(
-            replay,
-            replay_state,
-            (state.params, state.target_params, state.opt_state, state.grad_steps),
-            key,
-            env_steps=env_steps,
-            learning_starts=config.learning_starts,
-            num_steps=config.gradient_steps,
-            gradient_step=lambda c, b, k: gradient_step(
-                nets, hparams, axis_name, c, b, k, loss, loss_uses_key
-            ),
-            zero_metrics=lambda: dict.fromkeys((*metric_names, "grad_norm"), jnp.float32(0.0)),
-        )
-        metrics["epsilon"] = epsilon(hparams, state.env_steps)
-        new_state = QState(
-            params=params,
-            target_params=target_params,
-            opt_state=opt_state,
-            replay=replay_state,
-            env_steps=env_steps,
-            grad_steps=grad_steps,
-            num_updates=state.num_updates + 1,
-        )
-        return new_state, metrics
-
-    return Agent(
-        init=init,
-        initial_carry=lambda num_envs: jnp.zeros(
-            (num_envs, nets.num_agents, nets.carry_size), jnp.float32
-        ),
-        act=act,
-        update=update,
-        default_hparams=QHParams,
-        get_params=lambda s: _agent_params(config, s),
-        check_batch=lambda num_envs, rollout_len: check_batch(L, rollout_len),
-        config=config,
-        rebuild=lambda c: make_q_learner(
+    parts = QParts(config, nets, replay, loss, tuple(metric_names), loss_uses_key)
+    if rebuild is None:  # the same learner, from another config
+        rebuild = lambda c: make_q_learner(  # noqa: E731
             c,
             env,
             env_params,
@@ -313,14 +359,19 @@ def make_q_learner(
             loss=loss,
             metric_names=metric_names,
             loss_uses_key=loss_uses_key,
-        ),
+            default_hparams=default_hparams,
+        )
+    return Agent(
+        init=functools.partial(init, parts),
+        initial_carry=functools.partial(initial_carry, parts),
+        act=functools.partial(act, parts),
+        update=functools.partial(update, parts),
+        default_hparams=default_hparams,
+        get_params=get_params,
+        check_batch=functools.partial(check_batch, config),
+        config=config,
+        rebuild=rebuild,
     )
-
-
-def _agent_params(config: QConfig, state: QState) -> AgentParams:
-    """The agent Q-network's parameters (policy) and the mixer's (critic; None without one)."""
-    del config
-    return AgentParams(policy=state.params["agent"], critic=state.params["mixer"] or None)
 
 
 def iql(env: Environment, env_params: EnvParams | None = None, **config: Any) -> Agent:
@@ -338,4 +389,15 @@ def qmix(env: Environment, env_params: EnvParams | None = None, **config: Any) -
     return make_q_learner(QConfig(mixer="qmix", **config), env, env_params)
 
 
-__all__ = ["epsilon", "epsilon_greedy", "iql", "make_q_learner", "qmix", "vdn"]
+__all__ = [
+    "METRICS",
+    "QParts",
+    "epsilon",
+    "epsilon_greedy",
+    "iql",
+    "make_q_learner",
+    "qmix",
+    "unroll",
+    "update",
+    "vdn",
+]

@@ -1,5 +1,5 @@
-"""The HASAC / MASAC factory: wires `networks`, `loss`, the replay buffer and the shared off-policy
-update (`marljax.agents.offpolicy`) into an `Agent`.
+"""The HASAC / MASAC agent: its update steps, and `init` / `act` / `update` as pure functions of a
+`SACParts` record (the model and the replay buffer), which `make_sac` wires into an `Agent`.
 
 One gradient step: the critic step (`critic_step`), then every `policy_delay` steps the actors'
 step (`sequential_actor_step` for HASAC, `simultaneous_actor_step` for MASAC) and the temperature
@@ -8,7 +8,8 @@ step (`temperature_step`), then the Polyak update of the target critics.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,9 +28,16 @@ from marljax.agents.sac.config import (
 from marljax.agents.sac.networks import SACModel, make_sac_model
 from marljax.core.types import Environment, EnvParams
 from marljax.nn import distributions, losses
-from marljax.nn.replay import make_replay
+from marljax.nn.replay import Replay, make_replay
 
 Array = jax.Array
+
+
+class SACParts(NamedTuple):
+    """The static structure a HASAC / MASAC agent's functions close over (built by `make_sac`)."""
+
+    model: SACModel
+    replay: Replay
 
 
 def agent_order(key: Array, num_agents: int, fixed_order: bool) -> Array:
@@ -39,7 +47,8 @@ def agent_order(key: Array, num_agents: int, fixed_order: bool) -> Array:
     return jax.random.permutation(key, num_agents).astype(jnp.int32)
 
 
-def _optimizer(lr: Array, max_grad_norm: Array) -> optax.GradientTransformation:
+def optimizer(lr: Array, max_grad_norm: Array) -> optax.GradientTransformation:
+    """The actors' and critics' optimiser: global-norm clipping, Adam, learning rate `lr`."""
     return common.make_optimizer(lr, max_grad_norm, kind="adam")
 
 
@@ -96,7 +105,7 @@ def critic_step(model: SACModel, state: SACState, batch, hp: SACHParams, key, ax
 
     (loss, q), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
     grads = common.data_mean(grads, axis_name)
-    tx = _optimizer(hp.critic_lr, hp.max_grad_norm)
+    tx = optimizer(hp.critic_lr, hp.max_grad_norm)
     updates, opt_state = tx.update(grads, state.critic_opt_state, state.critic_params)
     params = optax.apply_updates(state.critic_params, updates)
     q_true = losses.unstandardize(vn, q) if config.value_norm else q
@@ -149,7 +158,7 @@ def sequential_actor_step(model, state, x, mask, pre, joint, alpha, hp, keys, ax
     if axis_name is not None:  # every shard must update the agents in the same order
         key_order = jax.lax.all_gather(key_order, axis_name)[0]
     order = agent_order(key_order, A, model.config.fixed_order)
-    tx = _optimizer(hp.actor_lr, hp.max_grad_norm)
+    tx = optimizer(hp.actor_lr, hp.max_grad_norm)
     grad_fn = jax.value_and_grad(
         lambda p_i, i, joint, k: agent_actor_loss(
             model, p_i, i, x[:, i], mask[:, i] if model.discrete else None, joint, alpha[i],
@@ -191,7 +200,7 @@ def simultaneous_actor_step(model, state, x, mask, pre, joint, alpha, hp, key, a
     Returns `(actor params, optimiser state, loss [A], mean log-prob [A], agents [A])`.
     """
     A = model.num_agents
-    tx = _optimizer(hp.actor_lr, hp.max_grad_norm)
+    tx = optimizer(hp.actor_lr, hp.max_grad_norm)
 
     def loss_and_grad(i, k):
         p_i = model.slice_agent(state.actor_params, i)
@@ -302,8 +311,9 @@ def _summarize(metrics: dict) -> dict:
     return metrics
 
 
-def init_state(model: SACModel, replay, key: Array, hparams: SACHParams) -> SACState:
+def init(parts: SACParts, key: Array, hparams: SACHParams) -> SACState:
     """A fresh `SACState`: actors, twin critics and their targets, optimisers, temperatures."""
+    model = parts.model
     nets, A = model.nets, model.num_agents
     key_actor, key_critic = jax.random.split(key)
     init_actor = lambda k: nets.actor.init(k, jnp.zeros((1, nets.actor_in_dim)))  # noqa: E731
@@ -312,7 +322,7 @@ def init_state(model: SACModel, replay, key: Array, hparams: SACHParams) -> SACS
     critic_params = jax.vmap(lambda k: nets.critic.init(k, jnp.zeros((1, z_dim))))(
         jax.random.split(key_critic, 2)
     )
-    actor_tx = _optimizer(hparams.actor_lr, hparams.max_grad_norm)
+    actor_tx = optimizer(hparams.actor_lr, hparams.max_grad_norm)
     if model.independent:
         actor_opt = jax.vmap(actor_tx.init)(actor_params)
     else:
@@ -323,15 +333,81 @@ def init_state(model: SACModel, replay, key: Array, hparams: SACHParams) -> SACS
         critic_params=critic_params,
         target_critic_params=critic_params,
         actor_opt_state=actor_opt,
-        critic_opt_state=_optimizer(hparams.critic_lr, hparams.max_grad_norm).init(critic_params),
+        critic_opt_state=optimizer(hparams.critic_lr, hparams.max_grad_norm).init(critic_params),
         log_alpha=log_alpha,
         alpha_opt_state=optax.adam(hparams.alpha_lr).init(log_alpha),
         value_norm=losses.running_mean_std_init(),
-        replay=replay.init(model.example_item()),
+        replay=parts.replay.init(model.example_item()),
         env_steps=jnp.int32(0),
         grad_steps=jnp.int32(0),
         num_updates=jnp.int32(0),
     )
+
+
+def act(
+    parts: SACParts, state: SACState, carry, observation: Observation, key, hparams, greedy=False
+):
+    """Sampled actions (uniformly random ones during warm-up), or the policies' modes with
+    `greedy=True` (masked argmax; tanh of the Gaussian mean, rescaled to the action box);
+    `info = {"mode": [E, A, ...]}`, the modes in env units."""
+    del hparams
+    model = parts.model
+    out = model.actor_all(state.actor_params, model.inputs(observation.obs))  # [E, A, O]
+    mask = observation.action_mask
+    mode = model.mode(out, mask)
+    if greedy:
+        return mode, carry, {"mode": mode}
+    key_policy, key_random = jax.random.split(key)
+    a = model.policy(out, mask if model.discrete else None).sample(seed=key_policy)
+    warm = state.env_steps < model.config.warmup_steps
+    if model.discrete:
+        rand = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
+        actions = jnp.where(warm, rand, a).astype(jnp.int32)
+    else:
+        rand = jax.random.uniform(key_random, a.shape, minval=-1.0, maxval=1.0)
+        actions = model.to_env(jnp.where(warm, rand, a))
+    return actions, carry, {"mode": mode}
+
+
+def update(
+    parts: SACParts,
+    state: SACState,
+    traj: Trajectory,
+    hparams: SACHParams,
+    key: Array,
+    axis_name: str | None = None,
+):
+    """Store the rollout, then `utd_ratio * T` critic / actor / temperature steps.
+
+    `axis_name`: data-parallel devices, each with a replay buffer of its own environments and
+    its share of every batch; gradients, the critic targets' running statistics and the
+    temperature step's entropies are averaged over the axis, HASAC's agent order is the same on
+    every device, and the environment-step counter (warm-up) counts every device's steps.
+    """
+    model, replay, config = parts.model, parts.replay, parts.model.config
+    T, E = traj.reward.shape[:2]
+    replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
+    env_steps = state.env_steps + T * E * common.data_shards(axis_name)
+    learner, metrics = offpolicy.learn_from_replay(
+        replay,
+        replay_state,
+        state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
+        key,
+        env_steps=env_steps,
+        learning_starts=config.warmup_steps,
+        num_steps=max(1, int(round(config.utd_ratio * T))),
+        gradient_step=lambda s, b, k: gradient_step(model, hparams, axis_name, s, b, k),
+        zero_metrics=lambda: _zero_metrics(model.num_agents),
+        split_key=_split3,
+        summarize=_summarize,
+    )
+    metrics["alpha"] = model.alpha(learner, hparams).mean()
+    return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
+
+
+def get_params(state: SACState) -> AgentParams:
+    """`AgentParams(policy=actors, critic=twin critics)`."""
+    return AgentParams(policy=state.actor_params, critic=state.critic_params)
 
 
 def make_sac(
@@ -360,59 +436,14 @@ def make_sac(
     env_params = env.default_params() if env_params is None else env_params
     model = make_sac_model(config, env, env_params)
     check_target_entropy(config, model.discrete, model.nets.act_dim)
-    replay = make_replay(config.buffer_size, config.batch_size)
-
-    def act(state: SACState, carry, observation: Observation, key, hparams, greedy=False):
-        del hparams
-        out = model.actor_all(state.actor_params, model.inputs(observation.obs))  # [E, A, O]
-        mask = observation.action_mask
-        mode = model.mode(out, mask)
-        if greedy:
-            return mode, carry, {"mode": mode}
-        key_policy, key_random = jax.random.split(key)
-        a = model.policy(out, mask if model.discrete else None).sample(seed=key_policy)
-        warm = state.env_steps < config.warmup_steps
-        if model.discrete:
-            rand = jax.random.categorical(key_random, jnp.where(mask, 0.0, -jnp.inf))
-            actions = jnp.where(warm, rand, a).astype(jnp.int32)
-        else:
-            rand = jax.random.uniform(key_random, a.shape, minval=-1.0, maxval=1.0)
-            actions = model.to_env(jnp.where(warm, rand, a))
-        return actions, carry, {"mode": mode}
-
-    def update(state: SACState, traj: Trajectory, hparams: SACHParams, key: Array, axis_name=None):
-        """Store the rollout, then `utd_ratio * T` critic / actor / temperature steps. With
-        `axis_name` (data-parallel devices, each with a replay buffer of its own environments
-        and its share of every batch) gradients, the critic targets' running statistics and the
-        temperature step's entropies are averaged over the axis, HASAC's agent order is the same
-        on every device, and the environment-step counter (warm-up) counts every device's
-        steps."""
-        T, E = traj.reward.shape[:2]
-        replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
-        env_steps = state.env_steps + T * E * common.data_shards(axis_name)
-        learner, metrics = offpolicy.learn_from_replay(
-            replay,
-            replay_state,
-            state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
-            key,
-            env_steps=env_steps,
-            learning_starts=config.warmup_steps,
-            num_steps=max(1, int(round(config.utd_ratio * T))),
-            gradient_step=lambda s, b, k: gradient_step(model, hparams, axis_name, s, b, k),
-            zero_metrics=lambda: _zero_metrics(model.num_agents),
-            split_key=_split3,
-            summarize=_summarize,
-        )
-        metrics["alpha"] = model.alpha(learner, hparams).mean()
-        return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
-
+    parts = SACParts(model, make_replay(config.buffer_size, config.batch_size))
     return Agent(
-        init=lambda key, hparams: init_state(model, replay, key, hparams),
-        initial_carry=lambda num_envs: (),
-        act=act,
-        update=update,
+        init=functools.partial(init, parts),
+        initial_carry=lambda num_envs: (),  # feed-forward actors
+        act=functools.partial(act, parts),
+        update=functools.partial(update, parts),
         default_hparams=SACHParams,
-        get_params=lambda s: AgentParams(policy=s.actor_params, critic=s.critic_params),
+        get_params=get_params,
         config=config,
         rebuild=lambda c: make_sac(c, env, env_params),
     )
@@ -429,13 +460,19 @@ def masac(env: Environment, env_params: EnvParams | None = None, **config: Any) 
 
 
 __all__ = [
+    "SACParts",
+    "act",
     "agent_order",
     "actor_step",
     "critic_step",
+    "get_params",
     "hasac",
+    "init",
     "make_sac",
     "masac",
+    "optimizer",
     "sequential_actor_step",
     "simultaneous_actor_step",
     "temperature_step",
+    "update",
 ]

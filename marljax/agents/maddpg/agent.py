@@ -1,5 +1,6 @@
-"""The MADDPG factory: wires `networks`, `loss`, the replay buffer and the shared off-policy update
-(`marljax.agents.offpolicy`) into an `Agent`.
+"""The MADDPG agent: its update steps, and `init` / `act` / `update` as pure functions of a
+`MADDPGParts` record (the model, the replay buffer and the two steps), which `make_maddpg` wires
+into an `Agent` (and `marljax.agents.facmac.agent.make_facmac`, with FACMAC's model and steps).
 
 One gradient step: every agent's critic regresses on `loss.td_target` with the target actors'
 next actions (`critic_step`); then every agent's actor ascends its own critic with its own slot
@@ -9,7 +10,9 @@ actors and critics move by Polyak averaging.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,12 +24,13 @@ from marljax.agents.maddpg import loss as mloss
 from marljax.agents.maddpg.config import MADDPGConfig, MADDPGHParams, MADDPGState
 from marljax.agents.maddpg.networks import MADDPGModel, make_maddpg_model
 from marljax.core.types import Environment, EnvParams
-from marljax.nn.replay import make_replay
+from marljax.nn.replay import Replay, make_replay
 
 Array = jax.Array
 
 
-def _optimizer(lr: Array, hp: MADDPGHParams) -> optax.GradientTransformation:
+def optimizer(lr: Array, hp: MADDPGHParams) -> optax.GradientTransformation:
+    """The actors' and critics' optimiser: global-norm clipping, Adam (`eps = adam_eps`), `lr`."""
     return common.make_optimizer(lr, hp.max_grad_norm, kind="adam", eps=hp.adam_eps)
 
 
@@ -83,7 +87,7 @@ def critic_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams
     grads = common.data_mean(grads, axis_name)
     params, opt_state = apply_grads(
         model.independent,
-        _optimizer(hp.critic_lr, hp),
+        optimizer(hp.critic_lr, hp),
         grads,
         state.critic_opt_state,
         state.critic_params,
@@ -117,7 +121,7 @@ def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams,
     grads = common.data_mean(grads, axis_name)
     params, opt_state = apply_grads(
         model.independent,
-        _optimizer(hp.actor_lr, hp),
+        optimizer(hp.actor_lr, hp),
         grads,
         state.actor_opt_state,
         state.actor_params,
@@ -126,18 +130,27 @@ def actor_step(model: MADDPGModel, state: MADDPGState, batch, hp: MADDPGHParams,
     return state.replace(actor_params=params, actor_opt_state=opt_state), metrics
 
 
-def gradient_step(
-    model: MADDPGModel,
-    hp: MADDPGHParams,
-    axis_name,
-    state: MADDPGState,
-    batch,
-    critic_step=critic_step,
-    actor_step=actor_step,
-):
+#: the metrics of one gradient step (zeros before learning starts)
+METRICS = ("critic_loss", "q_mean", "target_mean", "critic_grad_norm", "actor_loss",
+           "actor_grad_norm")  # fmt: skip
+
+
+class MADDPGParts(NamedTuple):
+    """The static structure a deterministic-actor agent's functions close over: MADDPG's (built by
+    `make_maddpg`), or FACMAC's (its model and its two steps, `marljax.agents.facmac.agent`)."""
+
+    model: MADDPGModel
+    replay: Replay
+    #: `(model, state, batch, hparams, axis_name) -> (state, metrics)`, the critics' step and
+    #: then the actors' (`axis_name`: the data-parallel axis gradients are averaged over, or None)
+    critic_step: Callable = critic_step
+    actor_step: Callable = actor_step
+
+
+def gradient_step(parts: MADDPGParts, hp: MADDPGHParams, axis_name, state: MADDPGState, batch):
     """Critic step, actor step, Polyak update of the target actors and critics."""
-    state, metrics = critic_step(model, state, batch, hp, axis_name)
-    state, actor_metrics = actor_step(model, state, batch, hp, axis_name)
+    state, metrics = parts.critic_step(parts.model, state, batch, hp, axis_name)
+    state, actor_metrics = parts.actor_step(parts.model, state, batch, hp, axis_name)
     metrics.update(actor_metrics)
     move = lambda online, target: offpolicy.target_update(  # noqa: E731
         online, target, state.grad_steps, tau=hp.tau
@@ -150,14 +163,10 @@ def gradient_step(
     return state, metrics
 
 
-#: the metrics of one gradient step (zeros before learning starts)
-METRICS = ("critic_loss", "q_mean", "target_mean", "critic_grad_norm", "actor_loss",
-           "actor_grad_norm")  # fmt: skip
-
-
-def init_state(model: MADDPGModel, replay, key: Array, hparams: MADDPGHParams) -> MADDPGState:
+def init(parts: MADDPGParts, key: Array, hparams: MADDPGHParams) -> MADDPGState:
     """A fresh `MADDPGState`: actors, critics (`model.init_critics`), their targets (copies),
     optimisers, buffer."""
+    model = parts.model
     nets, A = model.nets, model.num_agents
     key_actor, key_critic = jax.random.split(key)
     init_actor = lambda k: nets.actor.init(k, jnp.zeros((1, nets.actor_in_dim)))  # noqa: E731
@@ -165,7 +174,7 @@ def init_state(model: MADDPGModel, replay, key: Array, hparams: MADDPGHParams) -
     critic_params = model.init_critics(key_critic)
 
     def init_opt(lr, params, per_agent):
-        tx = _optimizer(lr, hparams)
+        tx = optimizer(lr, hparams)
         return jax.vmap(tx.init)(params) if per_agent else tx.init(params)
 
     return MADDPGState(
@@ -175,85 +184,74 @@ def init_state(model: MADDPGModel, replay, key: Array, hparams: MADDPGHParams) -
         target_critic_params=critic_params,
         actor_opt_state=init_opt(hparams.actor_lr, actor_params, model.independent),
         critic_opt_state=init_opt(hparams.critic_lr, critic_params, model.critics_per_agent),
-        replay=replay.init(model.example_item()),
+        replay=parts.replay.init(model.example_item()),
         env_steps=jnp.int32(0),
         grad_steps=jnp.int32(0),
         num_updates=jnp.int32(0),
     )
 
 
-def make_ddpg_agent(
-    config: MADDPGConfig,
-    model: MADDPGModel,
-    *,
-    critic_step=critic_step,
-    actor_step=actor_step,
-    metric_names: tuple[str, ...] = METRICS,
-    default_hparams=MADDPGHParams,
-    rebuild,
-) -> Agent:
-    """The `Agent` of a deterministic-actor learner (MADDPG, FACMAC): acting, replay and the
-    off-policy update loop around `critic_step` and `actor_step`.
+def act(
+    parts: MADDPGParts,
+    state: MADDPGState,
+    carry,
+    observation: Observation,
+    key,
+    hparams: MADDPGHParams,
+    greedy=False,
+):
+    """`tanh(u)` of the actors plus clipped Gaussian noise (`noise_std`; uniformly random actions
+    during warm-up), rescaled to the action box, or the noiseless `tanh(u)` with `greedy=True`;
+    `info = {"mode": [E, A, D]}`, the noiseless actions in env units."""
+    model = parts.model
+    u = model.actor_all(state.actor_params, model.inputs(observation.obs))  # [E, A, D]
+    mode = model.to_env(jnp.tanh(u))
+    if greedy:
+        return mode, carry, {"mode": mode}
+    key_noise, key_random = jax.random.split(key)
+    std = noise_std(hparams, state.env_steps)
+    a = jnp.clip(jnp.tanh(u) + std * jax.random.normal(key_noise, u.shape), -1.0, 1.0)
+    rand = jax.random.uniform(key_random, u.shape, minval=-1.0, maxval=1.0)
+    a = jnp.where(state.env_steps < model.config.warmup_steps, rand, a)
+    return model.to_env(a), carry, {"mode": mode}
 
-    Args:
-      config: the static config (a `MADDPGConfig` or a subclass).
-      model: the networks as applied by the learner (`MADDPGModel` or a subclass).
-      critic_step, actor_step: `(model, state, batch, hparams, axis_name) -> (state, metrics)`
-        (`axis_name`: the data-parallel axis the gradients are averaged over, or None).
-      metric_names: the names of the metrics the two steps return.
-      default_hparams: the hparams class (`MADDPGHParams` or a subclass).
-      rebuild: `config -> Agent`, the same learner built from another config (data-parallel
-        training gives each device its share of `batch_size` and `buffer_size` this way).
+
+def update(
+    parts: MADDPGParts,
+    state: MADDPGState,
+    traj: Trajectory,
+    hparams: MADDPGHParams,
+    key: Array,
+    axis_name: str | None = None,
+):
+    """Store the rollout, then `utd_ratio * T` critic and actor steps.
+
+    `axis_name`: data-parallel devices, each with a replay buffer of its own environments and
+    its share of every batch; gradients are averaged over the axis and the environment-step
+    counter (warm-up, noise schedule) counts every device's steps.
     """
-    replay = make_replay(config.buffer_size, config.batch_size)
-
-    def act(state: MADDPGState, carry, observation: Observation, key, hparams, greedy=False):
-        u = model.actor_all(state.actor_params, model.inputs(observation.obs))  # [E, A, D]
-        mode = model.to_env(jnp.tanh(u))
-        if greedy:
-            return mode, carry, {"mode": mode}
-        key_noise, key_random = jax.random.split(key)
-        std = noise_std(hparams, state.env_steps)
-        a = jnp.clip(jnp.tanh(u) + std * jax.random.normal(key_noise, u.shape), -1.0, 1.0)
-        rand = jax.random.uniform(key_random, u.shape, minval=-1.0, maxval=1.0)
-        a = jnp.where(state.env_steps < config.warmup_steps, rand, a)
-        return model.to_env(a), carry, {"mode": mode}
-
-    def step(s, b, hparams, axis_name):
-        return gradient_step(model, hparams, axis_name, s, b, critic_step, actor_step)
-
-    def update(state: MADDPGState, traj: Trajectory, hparams, key: Array, axis_name=None):
-        """Store the rollout, then `utd_ratio * T` critic and actor steps. With `axis_name`
-        (data-parallel devices, each with a replay buffer of its own environments and its share
-        of every batch) gradients are averaged over the axis and the environment-step counter
-        (warm-up, noise schedule) counts every device's steps."""
-        T, E = traj.reward.shape[:2]
-        replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
-        env_steps = state.env_steps + T * E * common.data_shards(axis_name)
-        learner, metrics = offpolicy.learn_from_replay(
-            replay,
-            replay_state,
-            state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
-            key,
-            env_steps=env_steps,
-            learning_starts=config.warmup_steps,
-            num_steps=max(1, int(round(config.utd_ratio * T))),
-            gradient_step=lambda s, b, k: step(s, b, hparams, axis_name),
-            zero_metrics=lambda: {k: jnp.float32(0.0) for k in metric_names},
-        )
-        metrics["noise_std"] = noise_std(hparams, env_steps)
-        return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
-
-    return Agent(
-        init=lambda key, hparams: init_state(model, replay, key, hparams),
-        initial_carry=lambda num_envs: (),
-        act=act,
-        update=update,
-        default_hparams=default_hparams,
-        get_params=lambda s: AgentParams(policy=s.actor_params, critic=s.critic_params),
-        config=config,
-        rebuild=rebuild,
+    model, replay, config = parts.model, parts.replay, parts.model.config
+    T, E = traj.reward.shape[:2]
+    replay_state = offpolicy.store(replay, state.replay, to_items(model, traj, hparams))
+    env_steps = state.env_steps + T * E * common.data_shards(axis_name)
+    learner, metrics = offpolicy.learn_from_replay(
+        replay,
+        replay_state,
+        state.replace(replay=None, env_steps=env_steps),  # the buffer is closed over
+        key,
+        env_steps=env_steps,
+        learning_starts=config.warmup_steps,
+        num_steps=max(1, int(round(config.utd_ratio * T))),
+        gradient_step=lambda s, b, k: gradient_step(parts, hparams, axis_name, s, b),
+        zero_metrics=lambda: {k: jnp.float32(0.0) for k in METRICS},
     )
+    metrics["noise_std"] = noise_std(hparams, env_steps)
+    return learner.replace(replay=replay_state, num_updates=state.num_updates + 1), metrics
+
+
+def get_params(state: MADDPGState) -> AgentParams:
+    """`AgentParams(policy=actors, critic=critics)`."""
+    return AgentParams(policy=state.actor_params, critic=state.critic_params)
 
 
 def make_maddpg(
@@ -278,10 +276,17 @@ def make_maddpg(
       ValueError: an action space that is not a bounded 1-D `Box`.
     """
     env_params = env.default_params() if env_params is None else env_params
-    return make_ddpg_agent(
-        config,
-        make_maddpg_model(config, env, env_params),
-        rebuild=lambda cfg: make_maddpg(cfg, env, env_params),
+    model = make_maddpg_model(config, env, env_params)
+    parts = MADDPGParts(model, make_replay(config.buffer_size, config.batch_size))
+    return Agent(
+        init=functools.partial(init, parts),
+        initial_carry=lambda num_envs: (),  # feed-forward actors
+        act=functools.partial(act, parts),
+        update=functools.partial(update, parts),
+        default_hparams=MADDPGHParams,
+        get_params=get_params,
+        config=config,
+        rebuild=lambda c: make_maddpg(c, env, env_params),
     )
 
 
@@ -292,14 +297,18 @@ def maddpg(env: Environment, env_params: EnvParams | None = None, **config: Any)
 
 __all__ = [
     "METRICS",
+    "MADDPGParts",
+    "act",
     "actor_step",
     "apply_grads",
     "critic_step",
+    "get_params",
     "gradient_step",
-    "init_state",
-    "make_ddpg_agent",
+    "init",
     "make_maddpg",
     "maddpg",
     "noise_std",
+    "optimizer",
     "to_items",
+    "update",
 ]

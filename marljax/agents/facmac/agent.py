@@ -1,5 +1,7 @@
-"""The FACMAC factory: MADDPG's deterministic actors, replay and update loop
-(`marljax.agents.maddpg.make_ddpg_agent`) with a mixed critic and the centralised policy gradient.
+"""The FACMAC agent: its critic and actor steps, carried with a `FACMACModel` in a `MADDPGParts`
+record and run by MADDPG's `init` / `act` / `update` (`marljax.agents.maddpg.agent`): MADDPG's
+deterministic actors, replay and update loop with a mixed critic and the centralised policy
+gradient.
 
 One gradient step: the utilities and the mixer regress `Q_tot` of the stored joint action on
 `r + gamma (1 - terminated) Q'_tot(s', mu'(o'))` (the value-based learner's `mixed_td_loss`,
@@ -9,6 +11,7 @@ action of the CURRENT policies (`loss.centralised_actor_loss`); then the targets
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -20,16 +23,13 @@ from marljax.agents.base import Agent
 from marljax.agents.facmac import loss as floss
 from marljax.agents.facmac.config import FACMACConfig, FACMACHParams
 from marljax.agents.facmac.networks import FACMACModel, make_facmac_model
+from marljax.agents.maddpg import agent as ddpg
 from marljax.agents.maddpg.config import MADDPGState
-from marljax.agents.maddpg.learner import apply_grads, make_ddpg_agent
 from marljax.core.types import Environment, EnvParams
 from marljax.nn.qvalues import mixed_td_loss
+from marljax.nn.replay import make_replay
 
 Array = jax.Array
-
-
-def _optimizer(lr: Array, hp: FACMACHParams) -> optax.GradientTransformation:
-    return common.make_optimizer(lr, hp.max_grad_norm, kind="adam", eps=hp.adam_eps)
 
 
 def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams, axis_name):
@@ -58,8 +58,8 @@ def critic_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams
 
     (loss, m), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.critic_params)
     grads = common.data_mean(grads, axis_name)
-    params, opt_state = apply_grads(
-        False, _optimizer(hp.critic_lr, hp), grads, state.critic_opt_state, state.critic_params
+    params, opt_state = ddpg.apply_grads(
+        False, ddpg.optimizer(hp.critic_lr, hp), grads, state.critic_opt_state, state.critic_params
     )
     metrics = {
         "critic_loss": loss,
@@ -83,9 +83,9 @@ def actor_step(model: FACMACModel, state: MADDPGState, batch, hp: FACMACHParams,
 
     loss, grads = jax.value_and_grad(loss_fn)(state.actor_params)
     grads = common.data_mean(grads, axis_name)
-    params, opt_state = apply_grads(
+    params, opt_state = ddpg.apply_grads(
         model.independent,
-        _optimizer(hp.actor_lr, hp),
+        ddpg.optimizer(hp.actor_lr, hp),
         grads,
         state.actor_opt_state,
         state.actor_params,
@@ -107,21 +107,27 @@ def make_facmac(
       env_params: params used to read the spaces (default: `env.default_params()`).
 
     Returns:
-      An `Agent` acting as MADDPG's (noisy deterministic actors; noiseless with
-      `greedy=True`); `get_params` gives `AgentParams(policy=actors, critic={"utility",
-      "mixer"})`; `default_hparams` is `FACMACHParams`.
+      An `Agent` of MADDPG's functions (`marljax.agents.maddpg.agent`) on FACMAC's model and
+      steps, acting as MADDPG's (noisy deterministic actors; noiseless with `greedy=True`);
+      `get_params` gives `AgentParams(policy=actors, critic={"utility", "mixer"})`;
+      `default_hparams` is `FACMACHParams`.
 
     Raises:
       ValueError: an action space that is not a bounded 1-D `Box`.
     """
     env_params = env.default_params() if env_params is None else env_params
-    return make_ddpg_agent(
-        config,
-        make_facmac_model(config, env, env_params),
-        critic_step=critic_step,
-        actor_step=actor_step,
+    model = make_facmac_model(config, env, env_params)
+    replay = make_replay(config.buffer_size, config.batch_size)
+    parts = ddpg.MADDPGParts(model, replay, critic_step=critic_step, actor_step=actor_step)
+    return Agent(
+        init=functools.partial(ddpg.init, parts),
+        initial_carry=lambda num_envs: (),  # feed-forward actors
+        act=functools.partial(ddpg.act, parts),
+        update=functools.partial(ddpg.update, parts),
         default_hparams=FACMACHParams,
-        rebuild=lambda cfg: make_facmac(cfg, env, env_params),
+        get_params=ddpg.get_params,
+        config=config,
+        rebuild=lambda c: make_facmac(c, env, env_params),
     )
 
 

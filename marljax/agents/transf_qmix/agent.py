@@ -1,5 +1,5 @@
-"""The TransfQMIX factory: the value-based learner (`marljax.agents.qlearning.make_q_learner`)
-with transformer agents and mixer (`networks`) and `loss.transf_qmix_loss`.
+"""TransfQMIX's agent: the value-based learner's agent (`marljax.agents.qlearning.agent`) built
+with transformer agents and mixer (`networks`) and `loss_fn` (`loss.transf_qmix_loss`).
 
 Acting (epsilon-greedy on the agents' Q), the replay buffer of sequences with their start
 carries (the agents' hidden tokens), the targets (1-step, n-step, TD(lambda)) and the target
@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents.base import Agent
-from marljax.agents.qlearning import learner as qlearner
+from marljax.agents.qlearning import agent as qagent
 from marljax.agents.transf_qmix import loss as tq_loss
 from marljax.agents.transf_qmix.config import TransfQMIXConfig, TransfQMIXHParams
 from marljax.agents.transf_qmix.networks import TransfQMIXNetworks, make_transf_qmix_networks
@@ -95,15 +95,13 @@ def make_transf_qmix(
       ValueError: continuous actions, an env without entity tokens (named), a sequence longer
         than the episode cap.
     """
-    agent = qlearner.make_q_learner(
+    return qagent.make_q_learner(
         config,
         env,
         env_params,
         networks=make_transf_qmix_networks(config, env, env_params),
         loss=loss_fn,
         metric_names=tq_loss.METRICS,
-    )
-    return agent._replace(
         default_hparams=TransfQMIXHParams,
         rebuild=lambda c: make_transf_qmix(c, env, env_params),
     )

@@ -1,4 +1,4 @@
-"""Run results on disk: marl-eval JSON metrics and learning-curve plots.
+"""Run results on disk: marl-eval JSON metrics (learning-curve plots: `marljax.evaluation.plots`).
 
 The JSON layout is marl-eval's (Gorsane et al. 2022, instadeepai/marl-eval):
 `{env: {task: {algorithm: {run_i: {step_k: {"step_count": int, metric: [values]}, ...,
@@ -369,51 +369,17 @@ def scores_to_marl_eval(
     return out
 
 
-def plot_learning_curves(
-    env_steps: np.ndarray,
-    returns: np.ndarray,
-    labels: list[str],
-    path: str | os.PathLike,
-    title: str = "",
-    references: dict[str, float] | None = None,
-    confidence: float = 0.95,
-    scores: dict[str, np.ndarray] | None = None,
-) -> None:
-    """Plot the mean return over seeds with a bootstrap confidence band, one line per setting.
+def __getattr__(name: str) -> Any:
+    if name == "plot_learning_curves":  # moved: one run's curves are drawn in `plots`
+        import warnings
 
-    The statistic of every marljax learning curve (`marljax.evaluation.plots.curve_band`, named
-    in the legend): the mean over seeds with a percentile bootstrap confidence interval of the
-    mean; an update in which a seed finished no episode carries that seed's last finished
-    return forward, so curves have no gaps (and no empty-slice warnings).
+        from marljax.evaluation.plots import plot_setting_curves
 
-    Args:
-      env_steps: `[U]` environment steps at each update.
-      returns: `[G, S, U]` returns (NaN where no episode finished).
-      labels: `G` legend labels (`""` for a run without settings).
-      path: output PNG.
-      title: figure title.
-      references: `{name: return}` drawn as dashed lines, e.g.
-        `marljax.core.env_references(env_id, env_kwargs)`.
-      confidence: band coverage.
-      scores: optional task scores `{name: [G, S, U]}` (e.g. `{"win rate": ...}`), each drawn
-        in a panel of its own beside the return.
-    """
-    from marljax.evaluation import plots
-
-    # one legend for every panel: a run without settings is "all seeds" beside a task score
-    what = "all seeds" if scores else "episode return"
-
-    def panel(values: np.ndarray) -> list:
-        values = np.asarray(values, np.float64)
-        if values.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
-            values = values.reshape(*values.shape[:3], -1).mean(axis=-1)
-        curves = []
-        for g, label in enumerate(labels):
-            band = plots.curve_band(values[g], env_steps, confidence=confidence, seed=g)
-            if band is not None:  # a seed without a finished episode: no curve (figure says so)
-                curves.append((label or what, band))
-        return curves
-
-    panels = [("episode return" if scores else "", panel(returns), dict(references or {}))]
-    panels += [(name, panel(v), {}) for name, v in (scores or {}).items()]
-    plots._draw_learning_curves(path, panels, confidence, title)
+        warnings.warn(
+            "marljax.evaluation.results.plot_learning_curves moved to "
+            "marljax.evaluation.plots.plot_setting_curves",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return plot_setting_curves
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

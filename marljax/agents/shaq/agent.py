@@ -1,5 +1,6 @@
-"""The SHAQ factory: the value-based learner (`marljax.agents.qlearning.make_q_learner`) with
-SHAQ's alpha network in place of a mixer and `loss.shaq_loss` in place of the mixed TD loss.
+"""SHAQ's agent: the value-based learner's agent (`marljax.agents.qlearning.agent`) built with
+SHAQ's alpha network in place of a mixer and `loss_fn` (`loss.shaq_loss`) in place of the mixed
+TD loss.
 
 Acting, the replay buffer, the agent networks, double-Q action selection, the targets (1-step,
 n-step, TD(lambda)) and the target-network updates are the value-based learner's.
@@ -13,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents.base import Agent
-from marljax.agents.qlearning import learner as qlearner
+from marljax.agents.qlearning import agent as qagent
 from marljax.agents.shaq import loss as shaq_losses
 from marljax.agents.shaq.config import SHAQConfig, SHAQHParams
 from marljax.agents.shaq.networks import SHAQNetworks, make_shaq_networks
@@ -33,7 +34,7 @@ def loss_fn(nets: SHAQNetworks, params, target_params, batch, hp: SHAQHParams, *
     double-Q (`config.double_q`), else by the target agents.
     """
     config = nets.config
-    b, q, q_next_t, q_next_online = qlearner.unroll(nets, params, target_params, batch)
+    b, q, q_next_t, q_next_online = qagent.unroll(nets, params, target_params, batch)
     chosen = jnp.take_along_axis(q, b["actions"][..., None], axis=-1)[..., 0]  # [L, B, A]
     greedy = b["actions"] == qvalues.masked_argmax(jax.lax.stop_gradient(q), b["mask"])
     if config.manual_alpha > 0:
@@ -77,7 +78,7 @@ def make_shaq(
       ValueError: continuous actions, an empty global state, a sequence longer than the
         episode cap.
     """
-    agent = qlearner.make_q_learner(
+    return qagent.make_q_learner(
         config,
         env,
         env_params,
@@ -85,8 +86,6 @@ def make_shaq(
         loss=loss_fn,
         metric_names=shaq_losses.METRICS,
         loss_uses_key=True,
-    )
-    return agent._replace(
         default_hparams=SHAQHParams,
         rebuild=lambda c: make_shaq(c, env, env_params),
     )

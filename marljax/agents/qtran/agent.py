@@ -1,5 +1,6 @@
-"""The QTRAN factory: the value-based learner (`marljax.agents.qlearning.make_q_learner`) with
-QTRAN's joint networks and `loss.qtran_loss` in place of a mixer and the mixed TD loss.
+"""QTRAN's agent: the value-based learner's agent (`marljax.agents.qlearning.agent`) built with
+QTRAN's joint networks and `loss_fn` (`loss.qtran_loss`) in place of a mixer and the mixed TD
+loss.
 
 Acting, the replay buffer, the agent networks, double-Q action selection, the targets (1-step,
 n-step, TD(lambda)) and the target-network updates are the value-based learner's.
@@ -13,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents.base import Agent
-from marljax.agents.qlearning import learner as qlearner
+from marljax.agents.qlearning import agent as qagent
 from marljax.agents.qtran import loss as qtran_losses
 from marljax.agents.qtran.config import QTRANConfig, QTRANHParams
 from marljax.agents.qtran.networks import QTRANNetworks, make_qtran_networks
@@ -35,7 +36,7 @@ def loss_fn(nets: QTRANNetworks, params, target_params, batch, hp: QTRANHParams)
     double-Q (`config.double_q`), else by the target agents, and valued by the target `Q_jt`.
     """
     config = nets.config
-    b, q, q_next_t, q_next_online = qlearner.unroll(nets, params, target_params, batch)
+    b, q, q_next_t, q_next_online = qagent.unroll(nets, params, target_params, batch)
     greedy = qvalues.masked_argmax(q, b["mask"])  # [L, B, A]
     select = q_next_t if q_next_online is None else q_next_online
     next_greedy = qvalues.masked_argmax(select, b["next_mask"])  # [L, B, A]
@@ -88,15 +89,13 @@ def make_qtran(
     Raises:
       ValueError: continuous actions, a sequence longer than the episode cap.
     """
-    agent = qlearner.make_q_learner(
+    return qagent.make_q_learner(
         config,
         env,
         env_params,
         networks=make_qtran_networks(config, env, env_params),
         loss=loss_fn,
         metric_names=qtran_losses.METRICS,
-    )
-    return agent._replace(
         default_hparams=QTRANHParams,
         rebuild=lambda c: make_qtran(c, env, env_params),
     )
