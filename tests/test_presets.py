@@ -32,6 +32,7 @@ ENVS = {
     "SACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "MADDPGConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "FACMACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
+    "MATConfig": (("particle/simple_spread-v0", {}), {}),
 }
 
 

@@ -171,6 +171,26 @@ def test_progress_callback_reports_every_update_and_changes_nothing(climbing, se
     assert tree_equal(m_progress, m_plain), "the progress callback changed the results"
 
 
+def test_progress_bar_says_compiling_and_times_run_only():
+    """The bar says "compiling" until the first chunk ends, and its rate (so its ETA) counts the
+    chunks' own seconds, not the compile before them."""
+    import time
+
+    from marljax.training import execute as ex
+
+    bar = ex.progress_bar("mappo", total=10)
+    try:
+        assert "compiling" in bar.bar.desc
+        time.sleep(0.5)  # the "compile"
+        metrics = {"episode_return": np.ones((1, 2))}
+        bar(ex.Chunk(2, 10, 0, metrics, metrics, 0.05, 1.0, lambda: None))
+        tq = bar.bar
+        assert tq.desc == "mappo" and tq.n == 2
+        assert time.time() - tq.start_t < 0.3  # the clock started at the chunk's start
+    finally:
+        bar.close()
+
+
 def test_checkpoint_from_other_config_is_refused(tmp_path, climbing):
     hp = PPOHParams()
     s0 = jax.jit(climbing.init)(jax.random.PRNGKey(0), hp)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.agents.coma import COMAConfig, COMAHParams, coma, make_coma
 from marljax.agents.facmac import FACMACConfig, FACMACHParams, facmac, make_facmac
+from marljax.agents.happo import HAPPOConfig, HAPPOHParams, happo, hatrpo, make_happo
 from marljax.agents.maddpg import MADDPGConfig, MADDPGHParams, maddpg, make_maddpg
+from marljax.agents.mat import MATConfig, MATHParams, make_mat, mat
 from marljax.agents.ppo import (
     PPOConfig,
     PPOHParams,
@@ -37,8 +39,12 @@ __all__ = [
     "COMAHParams",
     "FACMACConfig",
     "FACMACHParams",
+    "HAPPOConfig",
+    "HAPPOHParams",
     "MADDPGConfig",
     "MADDPGHParams",
+    "MATConfig",
+    "MATHParams",
     "Observation",
     "PPOConfig",
     "PPOHParams",
@@ -59,17 +65,21 @@ __all__ = [
     "algo_spec",
     "coma",
     "facmac",
+    "happo",
     "hasac",
+    "hatrpo",
     "ia2c",
-    "iql",
     "ippo",
+    "iql",
     "maa2c",
     "maddpg",
     "make_coma",
     "make_facmac",
+    "make_happo",
     "make_maddpg",
-    "make_pqn_vdn",
+    "make_mat",
     "make_ppo",
+    "make_pqn_vdn",
     "make_q_learner",
     "make_qtran",
     "make_sac",
@@ -77,6 +87,7 @@ __all__ = [
     "make_transf_qmix",
     "mappo",
     "masac",
+    "mat",
     "pqn_vdn",
     "preset",
     "qmix",

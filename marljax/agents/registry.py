@@ -15,8 +15,12 @@ from marljax.agents.coma import PRESETS as _COMA_PRESETS
 from marljax.agents.coma import COMAConfig, COMAHParams, make_coma
 from marljax.agents.facmac import PRESETS as _FACMAC_PRESETS
 from marljax.agents.facmac import FACMACConfig, FACMACHParams, make_facmac
+from marljax.agents.happo import PRESETS as _HAPPO_PRESETS
+from marljax.agents.happo import HAPPOConfig, HAPPOHParams, make_happo
 from marljax.agents.maddpg import PRESETS as _MADDPG_PRESETS
 from marljax.agents.maddpg import MADDPGConfig, MADDPGHParams, make_maddpg
+from marljax.agents.mat import PRESETS as _MAT_PRESETS
+from marljax.agents.mat import MATConfig, MATHParams, make_mat
 from marljax.agents.meanfield import MFPGConfig, make_mfpg
 from marljax.agents.ppo import (
     A2C_OVERRIDES,
@@ -205,6 +209,27 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "MASAC: HASAC's learner with all agents' actors updated simultaneously.",
         presets=offered(_SAC_PRESETS, {"sequential": False}),
     ),
+    "happo": AlgoSpec(
+        "happo",
+        HAPPOConfig,
+        HAPPOHParams,
+        make_happo,
+        {"actor_update": "ppo"},
+        "HAPPO: heterogeneous actors updated one after another in a random order, each on a "
+        "clipped surrogate weighted by the earlier agents' ratios; centralised V(s) (Kuba et "
+        "al. 2022).",
+        presets=_HAPPO_PRESETS["happo"],
+    ),
+    "hatrpo": AlgoSpec(
+        "hatrpo",
+        HAPPOConfig,
+        HAPPOHParams,
+        make_happo,
+        {"actor_update": "trpo"},
+        "HATRPO: HAPPO's sequential scheme with a KL-constrained natural-gradient step per "
+        "agent (conjugate gradient, backtracking line search; Kuba et al. 2022).",
+        presets=_HAPPO_PRESETS["hatrpo"],
+    ),
     "maddpg": AlgoSpec(
         "maddpg",
         MADDPGConfig,
@@ -234,6 +259,17 @@ ALGORITHMS: dict[str, AlgoSpec] = {
         "SHAQ: VDN-style utilities whose non-greedy values are weighted by a learned alpha >= 1 "
         "estimated over sampled coalitions (Markov Shapley values; Wang et al. 2022).",
         presets=_SHAQ_PRESETS,
+    ),
+    "mat": AlgoSpec(
+        "mat",
+        MATConfig,
+        MATHParams,
+        make_mat,
+        {},
+        "MAT: Multi-Agent Transformer; an encoder over the agents' observations gives per-agent "
+        "values, a decoder generates the joint action agent by agent, trained with PPO's "
+        "clipped objective (Wen et al. 2022).",
+        presets=_MAT_PRESETS,
     ),
 }
 

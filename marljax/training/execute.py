@@ -749,16 +749,26 @@ def state_like(
 
 def progress_bar(desc: str, total: int, initial: int = 0) -> Callback:
     """A callback driving a tqdm bar of updates with env steps/s, the latest mean return (and
-    task score such as a win rate, `task/<name>`) and tqdm's ETA. Call `.close()` on the returned callback when done (or use it as a context)."""
+    task score such as a win rate, `task/<name>`) and tqdm's ETA. Call `.close()` on the returned
+    callback when done (or use it as a context).
+
+    Until the first chunk ends the bar says "compiling"; its clock then starts at that chunk's
+    own start, so the rate and the ETA count run time only, never the compile."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, initial=initial, desc=desc, unit="update")
+    bar = tqdm(total=total, initial=initial, desc=f"{desc} (compiling)", unit="update")
+    started = []
 
     def update(info: Chunk) -> None:
-        bar.set_postfix_str(progress_postfix(info.metrics, info.env_steps_per_s))
+        if not started:  # the compile is over: time from the first chunk's start
+            started.append(True)
+            bar.set_description_str(desc, refresh=False)
+            bar.start_t = bar.last_print_t = time.time() - info.seconds
+        bar.set_postfix_str(progress_postfix(info.metrics, info.env_steps_per_s), refresh=False)
         bar.update(info.done - info.first)
 
     update.close = bar.close  # type: ignore[attr-defined]
+    update.bar = bar  # type: ignore[attr-defined]
     return update
 
 

@@ -49,6 +49,9 @@ class PPOParts(NamedTuple):
     advantage_transform: Any = None
     #: the mapped axis the reductions average over, set per call by `update(axis_name=)`
     axis_name: str | None = None
+    #: one critic for all agents without an agent id, whatever the actors' parameter mode
+    #: (HAPPO's centralised V(s), `marljax.agents.happo`); PPO's critic follows the actors'
+    shared_critic: bool = False
 
     @property
     def add_id(self) -> bool:
@@ -57,6 +60,11 @@ class PPOParts(NamedTuple):
     @property
     def independent(self) -> bool:
         return self.config.parameter_mode == "independent"
+
+    @property
+    def critic_mode(self) -> str:
+        """The critic's parameter mode: "shared" with `shared_critic`, else the actors'."""
+        return "shared" if self.shared_critic else self.config.parameter_mode
 
     @property
     def carry_size(self) -> int:
@@ -76,7 +84,7 @@ def critic_inputs(parts: PPOParts, obs: Array, global_state: Array) -> Array:
     if parts.config.critic_input == "local":
         return actor_inputs(parts, obs)
     x = common.broadcast_to_agents(global_state, parts.state_rank, parts.num_agents)
-    return common.agent_inputs(x, 1, parts.num_agents, parts.add_id)
+    return common.agent_inputs(x, 1, parts.num_agents, parts.critic_mode == "shared_id")
 
 
 def apply_actor(parts: PPOParts, params: Any, carry: Array, xs: Array, resets: Array):
@@ -91,10 +99,11 @@ def apply_critic(parts: PPOParts, params: Any, carry: Array, xs: Array, resets: 
     """As `apply_actor` for the critic, with outputs `[T, B, A, 1]`."""
     # A global critic with shared parameters and no agent id gets the same input for every
     # agent of an env: evaluated once per env and broadcast, 1/A of the work, same numbers.
-    if parts.config.critic_input == "global" and parts.config.parameter_mode == "shared":
+    mode = parts.critic_mode
+    if parts.config.critic_input == "global" and mode == "shared":
         return common.apply_once_per_env(parts.critic.apply, params, carry, xs, resets)
     return common.apply_over_agents(
-        parts.critic.apply, params, carry, xs, resets, parts.independent
+        parts.critic.apply, params, carry, xs, resets, mode == "independent"
     )
 
 
@@ -275,6 +284,58 @@ def minibatch_loss(
     )
 
 
+def rollout_batch(
+    parts: PPOParts, traj: Trajectory, advantages: Array, targets: Array, old_values: Array
+) -> dict:
+    """The learner's inputs of a rollout, leaves `[T, E, ...]` (what `minibatches` splits)."""
+    obs = traj.observation
+    return {
+        "x_actor": actor_inputs(parts, obs.obs),
+        "x_critic": critic_inputs(parts, obs.obs, obs.global_state),
+        "mask": obs.action_mask,
+        "resets": obs.reset,
+        "actions": traj.actions,
+        "old_log_prob": traj.policy_info["log_prob"],
+        "old_values": old_values,
+        "targets": targets,
+        "advantages": advantages,
+        "extras": parts.policy.extras(traj.policy_info, obs),
+    }
+
+
+def sgd_epochs(
+    parts: PPOParts,
+    loss_fn: Any,
+    tx: optax.GradientTransformation,
+    params_and_opt: tuple[Any, Any],
+    batch: dict,
+    carry0: PPOCarry,
+    epoch_keys: Array,
+) -> tuple[tuple[Any, Any], dict]:
+    """`len(epoch_keys)` passes of minibatched gradient steps of `loss_fn` over `batch`.
+
+    `loss_fn(params, mb, mb_carry) -> (loss, metrics)` on one minibatch of `minibatches`; the
+    gradients are averaged over `parts.axis_name`. Returns `((params, opt_state), metrics)`
+    with every metric (and `grad_norm`) averaged over the steps.
+    """
+
+    def mb_step(carry, inputs):
+        params, opt_state = carry
+        mb, mb_carry = inputs
+        (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb, mb_carry)
+        grads = common.data_mean(grads, parts.axis_name)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        metrics["grad_norm"] = optax.global_norm(grads)
+        return (params, opt_state), metrics
+
+    def epoch(carry, key):
+        return jax.lax.scan(mb_step, carry, minibatches(parts, batch, carry0, key))
+
+    out, metrics = jax.lax.scan(epoch, params_and_opt, epoch_keys)
+    return out, jax.tree.map(jnp.mean, metrics)
+
+
 def update(
     parts: PPOParts,
     state: PPOState,
@@ -296,40 +357,18 @@ def update(
     )
     if parts.advantage_transform is not None:
         advantages = jax.lax.stop_gradient(parts.advantage_transform(advantages, traj, hp))
-    obs = traj.observation
-    batch = {
-        "x_actor": actor_inputs(parts, obs.obs),
-        "x_critic": critic_inputs(parts, obs.obs, obs.global_state),
-        "mask": obs.action_mask,
-        "resets": obs.reset,
-        "actions": traj.actions,
-        "old_log_prob": traj.policy_info["log_prob"],
-        "old_values": old_values,
-        "targets": targets,
-        "advantages": advantages,
-        "extras": parts.policy.extras(traj.policy_info, obs),
-    }
-    tx = optimizer(hp)
+    batch = rollout_batch(parts, traj, advantages, targets, old_values)
     loss_fn = functools.partial(minibatch_loss, parts, hp=hp, step=state.num_updates)
-
-    def mb_step(carry, inputs):
-        params, opt_state = carry
-        mb, mb_carry = inputs
-        (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, mb, mb_carry)
-        grads = common.data_mean(grads, parts.axis_name)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        metrics["grad_norm"] = optax.global_norm(grads)
-        return (params, opt_state), metrics
-
-    def epoch(carry, key):
-        return jax.lax.scan(mb_step, carry, minibatches(parts, batch, traj.initial_carry, key))
-
     params = (state.actor_params, state.critic_params)
-    (params, opt_state), metrics = jax.lax.scan(
-        epoch, (params, state.opt_state), jax.random.split(key, parts.config.num_epochs)
+    (params, opt_state), metrics = sgd_epochs(
+        parts,
+        loss_fn,
+        optimizer(hp),
+        (params, state.opt_state),
+        batch,
+        traj.initial_carry,
+        jax.random.split(key, parts.config.num_epochs),
     )
-    metrics = jax.tree.map(jnp.mean, metrics)
     metrics["value_mean"] = jnp.mean(returns)
     metrics.update(parts.policy.metrics(traj.policy_info, state.num_updates))
     new_state = PPOState(
@@ -479,5 +518,7 @@ __all__ = [
     "mappo",
     "minibatch_loss",
     "minibatches",
+    "rollout_batch",
+    "sgd_epochs",
     "update",
 ]
