@@ -33,6 +33,7 @@ ENVS = {
     "MADDPGConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "FACMACConfig": (("particle/simple_spread-v0", {"continuous": True}), {}),
     "MATConfig": (("particle/simple_spread-v0", {}), {}),
+    "HAPPOConfig": (("particle/simple_spread-v0", {}), {}),
 }
 
 
