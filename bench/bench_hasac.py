@@ -41,7 +41,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from harness import Options, Result, case, main, timed
+from harness import Options, Result, case, compile_table, main, timed
 
 import marljax
 from marljax.agents.base import Observation, Trajectory
@@ -257,23 +257,6 @@ def _flops_table(results: list[Result]) -> str:
     )
 
 
-def _compile_table(results: list[Result]) -> str:
-    rows = [r for r in results if r.task.startswith("SAC update")]
-    base = {r.framework: r.compile_s for r in rows if r.notes["agents"] == AGENT_COUNTS[0]}
-    lines = [
-        "",
-        "| update | agents | lower + compile | vs A=2 | StableHLO chars |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for r in sorted(rows, key=lambda r: (r.framework, r.notes["agents"])):
-        ratio = r.compile_s / base[r.framework] if r.framework in base else float("nan")
-        lines.append(
-            f"| {r.framework} | {r.variant} | {r.compile_s:.2f} s | {ratio:.2f}x | "
-            f"{r.notes['stablehlo_chars']:,} |"
-        )
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
     main(
         [
@@ -283,7 +266,9 @@ if __name__ == "__main__":
         ],
         __doc__.splitlines()[0],
         baseline="mappo",
-        after=lambda results: _compile_table(results) + _flops_table(results),
+        after=lambda results: (
+            compile_table(results, "SAC update", "update") + _flops_table(results)
+        ),
         repeats=3,
         first_call=False,
     )

@@ -819,6 +819,28 @@ def _fmt_rate(x: float) -> str:
     return f"{x:.0f}"
 
 
+def compile_table(results: Sequence[Result], task_prefix: str, label: str) -> str:
+    """Markdown of the compile-vs-agents rows (task starting with `task_prefix`, `notes` with
+    `agents` and `stablehlo_chars`): each compile time and its ratio to the fewest agents."""
+    rows = [r for r in results if r.task.startswith(task_prefix)]
+    if not rows:
+        return ""
+    first = min(r.notes["agents"] for r in rows)
+    base = {r.framework: r.compile_s for r in rows if r.notes["agents"] == first}
+    lines = [
+        "",
+        f"| {label} | agents | lower + compile | vs A={first} | StableHLO chars |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for r in sorted(rows, key=lambda r: (r.framework, r.notes["agents"])):
+        ratio = r.compile_s / base[r.framework] if r.framework in base else float("nan")
+        lines.append(
+            f"| {r.framework} | {r.variant} | {r.compile_s:.2f} s | {ratio:.2f}x | "
+            f"{r.notes['stablehlo_chars']:,} |"
+        )
+    return "\n".join(lines)
+
+
 def format_table(results: Sequence[Result], baseline: str | Sequence[str] | None = None) -> str:
     """A markdown table of `results`, then the ratios to the baseline framework per task.
 
