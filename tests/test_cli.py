@@ -558,3 +558,22 @@ def test_auto_chunks_are_one_program_where_the_update_count_allows():
             assert n > 40 and all(n % k or k < 5 for k in range(1, 41)), (n, c)
     assert [auto_chunk(n) for n in (80, 195, 320, 1953)] == [4, 13, 16, 93]
     assert Experiment(train={"num_envs": 16, "rollout_len": 32}).updates_per_chunk == 4  # 80 / 20
+
+
+@pytest.mark.parametrize(
+    "command", ["train", "sweep", "plot", "eval", "render", "benchmark", "check", "psro"]
+)
+def test_help_texts_print_plain_percent_signs(command, capsys):
+    """Every subcommand's `-h` prints `95%`, never an unformatted `95%%`."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([command, "-h"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "%%" not in out and out.strip()
+
+
+def test_algorithm_names_in_another_case_are_suggested():
+    from marljax.agents import algo_spec
+
+    with pytest.raises(KeyError, match="Unknown algorithm 'MAPPO'. Did you mean mappo"):
+        algo_spec("MAPPO")

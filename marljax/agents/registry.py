@@ -277,7 +277,13 @@ ALGORITHMS: dict[str, AlgoSpec] = {
 def algo_spec(name: str) -> AlgoSpec:
     """The `AlgoSpec` of `name`; unknown names raise `KeyError` with close matches."""
     if name not in ALGORITHMS:
-        close = difflib.get_close_matches(name, list(ALGORITHMS), n=3, cutoff=0.4)
+        folded = {a.lower(): a for a in ALGORITHMS}  # `MAPPO` -> `mappo` first
+        close = [folded[name.lower()]] if isinstance(name, str) and name.lower() in folded else []
+        close += [
+            c
+            for c in difflib.get_close_matches(str(name), list(ALGORITHMS), n=3, cutoff=0.4)
+            if c not in close
+        ]
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise KeyError(
             f"Unknown algorithm {name!r}.{hint} Available: {', '.join(sorted(ALGORITHMS))}."

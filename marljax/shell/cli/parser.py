@@ -209,7 +209,7 @@ def _add_plot_parser(sub) -> None:
     plot = sub.add_parser(
         "plot",
         help="write PNG figures for run directories",
-        description="Learning curves (mean over seeds with a 95%% bootstrap CI band, the env's "
+        description="Learning curves (mean over seeds with a 95% bootstrap CI band, the env's "
         "reference returns as dashed lines); with several seeds, aggregate metrics (IQM etc.) "
         "and performance profiles; with several settings, probability of improvement. Every "
         "setting of every run is its own curve and row, labelled by what differs between the "
@@ -238,7 +238,7 @@ def _add_eval_parser(sub) -> None:
         "eval",
         help="evaluate the trained greedy policies of a run directory",
         description="Evaluates every seed's greedy policy (newest checkpoint) of one setting in "
-        "one compiled program, prints the returns with their IQM and 95%% bootstrap CI, and "
+        "one compiled program, prints the returns with their IQM and 95% bootstrap CI, and "
         "writes eval.json into the run directory. With the defaults it repeats the run's own "
         "final evaluation. --crossplay RUN_B pairs every seed of RUN_DIR with every seed of "
         "RUN_B.",
@@ -289,7 +289,7 @@ def _add_benchmark_parser(sub) -> None:
         description="Trains every cell of --algos x --tasks (one compiled program of all seeds "
         "per cell) with its published configuration (JaxMARL's configs for SMAX, MPE, "
         "Overcooked and Hanabi; EPyMARL's for LBF and RWARE), writes a run directory per cell, "
-        "benchmark.json, results.md (IQM and 95%% CI of each cell's score beside the published "
+        "benchmark.json, results.md (IQM and 95% CI of each cell's score beside the published "
         "number) and performance_profile.png into --out. Run again with the same options to "
         "resume a killed benchmark: finished cells are not run again. --list shows the tasks "
         "and their cells.",
