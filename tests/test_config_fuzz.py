@@ -156,6 +156,11 @@ def test_bad_json_and_yaml_texts_fail_naming_the_key(text, key):
     fails_clearly(lambda: Experiment.loads(text), key)
 
 
+@pytest.mark.parametrize("name", ["run\nrm", "tab\there", "", "  ", "a/b", ".."])
+def test_run_names_are_plain_printable_directory_names(name):
+    fails_clearly(lambda: Experiment(name=name), "name")
+
+
 def test_unknown_key_lists_close_matches():
     err = fails_clearly(lambda: Experiment.from_dict({"sedes": 2}), "sedes")
     assert "'seeds'" in str(err)

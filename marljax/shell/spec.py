@@ -148,9 +148,11 @@ class Experiment:
         if self.name is not None and (
             not isinstance(self.name, str) or not self.name.strip()
             or os.sep in self.name or "/" in self.name or self.name in (".", "..")
+            or not self.name.isprintable()
         ):  # fmt: skip
             raise cfg.ConfigError(
-                f"name must be a plain directory name (use out_dir for the folder), got "
+                f"name must be a plain directory name, printable characters without a path "
+                f"separator (use out_dir for the folder), got "
                 f"{self.name!r}"
             )
         log = (self.log,) if isinstance(self.log, str) else self.log
