@@ -12,6 +12,7 @@ function, writes one PNG and returns its path:
 - `plot_probability_of_improvement`: `pairwise_probability_of_improvement` output;
 - `plot_performance_profiles`: `performance_profiles` output;
 - `plot_crossplay_heatmap`: a `[P, Q]` cross-play matrix;
+- `plot_lineage`: a tuning run's hyperparameter lineage (PBT) or stopped runs (halving);
 - `plot_social_metrics`: social-metric curves over training (`marljax.evaluation.social`);
 - `plot_swarm_snapshot`: positions and headings of a swarm (`swarm_snapshot` reads a state).
 
@@ -1050,6 +1051,62 @@ def plot_setting_curves(
     panels = [("episode return" if scores else "", panel(returns), dict(references or {}))]
     panels += [(name, panel(v), {}) for name, v in (scores or {}).items()]
     _draw_learning_curves(path, panels, confidence, title)
+
+
+def plot_lineage(
+    path: PathLike, tuner: Any, values: Any, schedule: Sequence[dict], population: int = 0
+) -> Path:
+    """A tuning run's lineage figure (`marljax.shell.tune`), for one population.
+
+    PBT: a panel per tuned hyperparameter, each run's value over the updates (a copy is a
+    jump), the best run's schedule in bold. Successive halving and random search: the runs'
+    curves of the ranking metric, a cross where halving stopped a run.
+
+    Args:
+      path: the PNG to write.
+      tuner: the `marljax.training.tune.Tuner` after the run (its `events`, `populations`).
+      values: the ranking metric `[G, S, U]` (or `[G, S, U, A]`).
+      schedule: the best run's schedule (`Tuner.schedule`).
+      population: the population drawn.
+    """
+    plt = _pyplot()
+    members = np.asarray(tuner.populations[population])
+    total = int(tuner.total)
+    events = tuner.events
+    names = list(tuner.space)
+    pbt = any(e.get("copies") for e in events)
+    if pbt:
+        fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.6 * len(names)), squeeze=False)
+        for ax, name in zip(axes[:, 0], names):
+            for r in members:
+                xs = [0] + [int(e["update"]) for e in events] + [total]
+                ys = [float(np.asarray(getattr(tuner.initial, name))[r])]
+                ys += [float(e["hparams"][name][r]) for e in events]
+                ax.step(xs, ys + ys[-1:], where="post", color="0.7", lw=0.8)
+            xs = [s["from_update"] for s in schedule] + [total]
+            ys = [s["hparams"][name] for s in schedule]
+            ax.step(xs, ys + ys[-1:], where="post", color="C0", lw=2.2, label="best run")
+            ax.set_ylabel(name)
+            if np.all(np.asarray(ys) > 0):
+                ax.set_yscale("log")
+        axes[0, 0].legend(loc="best", fontsize=8)
+        axes[-1, 0].set_xlabel("update")
+        axes[0, 0].set_title(f"PBT lineage, population {population}")
+    else:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        flat = np.asarray(values, np.float64)
+        flat = flat.reshape(flat.shape[0] * flat.shape[1], flat.shape[2], -1).mean(-1)
+        stopped = {r: int(e["update"]) for e in events for r in e.get("stopped", [])}
+        for i, r in enumerate(members):
+            curve = fill_forward(flat[r])
+            end = stopped.get(int(r), total)
+            ax.plot(np.arange(1, end + 1), curve[:end], color=_colors(len(members))[i], lw=1)
+            if int(r) in stopped:
+                ax.plot([end], [curve[end - 1]], "x", color="k")
+        ax.set_xlabel("update")
+        ax.set_ylabel(tuner.metric)
+        ax.set_title(f"runs of population {population} (x: stopped)")
+    return _save(fig, path)
 
 
 def plot_learning_curves(

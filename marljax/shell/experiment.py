@@ -89,6 +89,7 @@ def run_experiment(
     kind: str = "train",
     write: bool = True,
     callbacks: tuple = (),
+    tuner: Any = None,
 ) -> RunResult:
     """Train an experiment in chunks through `marljax.training.execute.execute`, writing its run
     directory (see the module docstring).
@@ -106,6 +107,9 @@ def run_experiment(
       kind: `"train"` or `"sweep"` (the run directory's kind).
       write: write the run directory (False: train in memory only).
       callbacks: more `marljax.training.execute` callbacks (e.g. loggers), after the run directory's.
+      tuner: a `marljax.training.tune.Tuner` (or its random-search stand-in) giving every run's
+        starting hparams (`.hparams`, leaves `[G * S]`) and adapting them between chunks; its
+        `events` go to `tune.json` before each checkpoint and are read back on `resume`.
 
     Raises:
       ConfigError / KeyError / TypeError: invalid configuration, a mesh that does not divide
@@ -137,6 +141,8 @@ def run_experiment(
         np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + S))), (G, 1)
     )
     hparams = jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
+    if tuner is not None:
+        hparams = tuner.hparams
     mesh = ex.make_mesh(exp.layout, exp.devices)
     pad = (
         exp.devices is None
@@ -166,6 +172,9 @@ def run_experiment(
             if box[0] is None:
                 raise FileNotFoundError(f"Cannot resume {run_dir} with checkpoint=False")
             start = _resume_point(box[0], built, keys, hparams, run_dir)
+            if tuner is not None and start is not None:
+                tuner.restore(outputs.read_tune_events(run_dir), start.done)
+                hparams, start.active = tuner.hparams, tuner.active
             if start is not None and start.done >= exp.train.num_updates:
                 print(
                     f"marljax: {run_dir} is finished ({start.done} of {exp.train.num_updates} "
@@ -178,6 +187,8 @@ def run_experiment(
             cbs.append(finite_check(built, lambda: box[0]))
         if run_dir is not None:
             cbs.append(lambda c: outputs.write_metrics(run_dir, built, _grid(c.history, G, S)))
+            if tuner is not None:
+                cbs.append(lambda c: outputs.write_tune_events(run_dir, tuner.events))
             cbs.append(lambda c: box[0].save(c.done, c.state()) if box[0] is not None else None)
             cbs.extend(_loggers(run_dir, exp, stack))
         if progress and jax.process_index() == 0:
@@ -194,6 +205,8 @@ def run_experiment(
 
         def check(metrics: dict) -> None:  # traced, not yet compiled
             check_metric(exp, metrics)
+            if tuner is not None:
+                tuner.check(metrics)
             check_host_memory(built, metrics=metrics)
 
         out = ex.execute(
@@ -201,6 +214,7 @@ def run_experiment(
             layout=exp.layout, pad=pad, chunk_updates=exp.updates_per_chunk, start=start,
             callbacks=cbs, max_memory_bytes=max_memory_bytes, prepared=prepared, check=check,
             say=lambda m: print(f"marljax: {m}", file=sys.stderr),
+            adapt=None if tuner is None or tuner.method is None else tuner,
         )  # fmt: skip
     metrics = _grid(out.metrics, G, S)
     if run_dir is not None and out.finished:

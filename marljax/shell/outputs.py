@@ -74,3 +74,28 @@ def write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> No
 
 
 __all__ = ["setting_labels", "write_metrics", "write_plot"]
+
+
+def write_tune_events(run_dir: str, events: list[dict], summary: dict | None = None) -> None:
+    """tune.json: the tuner's events (its state after each step, `marljax.training.tune`), and
+    at the end its `summary`; written before each checkpoint, so a resume reads it back."""
+    data = {"events": events, **(summary or {})}
+    results.write_json(os.path.join(run_dir, "tune.json"), data)
+
+
+def read_tune_events(run_dir: str) -> list[dict]:
+    """The events of a run directory's tune.json (empty when it stopped before the first).
+
+    Raises:
+      ValueError: a tune.json that cannot be read (the run cannot be resumed exactly).
+    """
+    import json
+
+    path = os.path.join(run_dir, "tune.json")
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path) as f:
+            return list(json.load(f)["events"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"Cannot resume {run_dir}: tune.json cannot be read ({err})") from None

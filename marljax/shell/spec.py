@@ -17,7 +17,7 @@ import numpy as np
 from marljax.agents import algo_spec, preset
 from marljax.core import config as cfg
 from marljax.training import execute as ex
-from marljax.training import space
+from marljax.training import space, tune
 from marljax.training.train import TrainConfig
 
 DEFAULT_ENV = "matrix/climbing-v0"
@@ -70,6 +70,12 @@ class Experiment:
         `marljax.envs.matrix.strategies.STRATEGIES`), a member drawn per episode. The env must
         be a two-player repeated matrix game; the algorithm learns agent 0
         (`marljax.population.make_pool_training`).
+      tune: tune while training (a sweep of `sample` draws, each seed its own population with
+        its own draws; `marljax.shell.tune`): `{"method": "pbt", "interval": N, ...}` (the
+        fields of `marljax.training.tune.PBT`), `{"method": "halving", "rungs": [...],
+        "keep": F}` (`Halving`) or `{"method": "random"}` (the same draws, no tuning: the
+        random-search baseline); `"metric"` ranks the runs (default: the greedy evaluation's
+        task score, such as the win rate, or its return).
       log: loggers besides the run directory's `progress.csv`: "tensorboard" (event files in
         `<run dir>/tensorboard`) and/or "wandb" (a Weights & Biases run named after the run
         directory; `WANDB_MODE=offline` works without an account). See `marljax.shell.loggers`.
@@ -108,6 +114,7 @@ class Experiment:
     check_finite: bool = True
     log: tuple = ()
     opponents: str | None = None
+    tune: dict = dataclasses.field(default_factory=dict)
     # resolved once, in __post_init__, from the fields above (not arguments, not in to_dict)
     agent_config: Any = dataclasses.field(init=False, repr=False, compare=False)
     base_hparams: Any = dataclasses.field(init=False, repr=False, compare=False)
@@ -141,7 +148,7 @@ class Experiment:
             or self.devices < 1
         ):  # fmt: skip
             raise cfg.ConfigError(f"devices must be a positive integer, got {self.devices!r}")
-        for key in ("env_kwargs", "agent", "hparams", "grid", "sample"):
+        for key in ("env_kwargs", "agent", "hparams", "grid", "sample", "tune"):
             value = getattr(self, key)
             if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
                 raise cfg.ConfigError(f"{key} must be a mapping of name: value, got {value!r}")
@@ -220,15 +227,25 @@ class Experiment:
         object.__setattr__(self, "train", train)
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "sample", sample)
+        object.__setattr__(self, "tune", _tune_spec(self.tune, grid, sample))
         object.__setattr__(self, "agent_config", config)
         object.__setattr__(self, "base_hparams", hparams)
         object.__setattr__(self, "settings", settings)
 
     @property
+    def tuning(self) -> Any:
+        """The `marljax.training.tune.PBT` / `Halving` of `tune` (None: no tuning or "random")."""
+        return tuning_method(self.tune)
+
+    @property
     def updates_per_chunk(self) -> int:
-        """`chunk_updates`, or when 0 `auto_chunk(num_updates)`."""
+        """`chunk_updates`, or when 0 `auto_chunk(num_updates)` (with `tune`, a size whose ends
+        include every step of the tuner)."""
         n = self.train.num_updates
-        return self.chunk_updates if self.chunk_updates > 0 else auto_chunk(n)
+        if self.chunk_updates > 0:
+            return self.chunk_updates
+        method = self.tuning
+        return auto_chunk(n) if method is None else tune.chunk_for(method, n)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (`config.json`'s "experiment"; `from_dict` reads it back)."""
@@ -264,6 +281,68 @@ class Experiment:
     def replace(self, **changes: Any) -> Experiment:
         """A copy with `changes` (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+TUNE_METHODS = ("pbt", "halving", "random")
+
+
+def tuning_method(spec: dict) -> Any:
+    """The `PBT` or `Halving` of an experiment's `tune` mapping (None: none, or "random")."""
+    if not spec or spec["method"] == "random":
+        return None
+    kwargs = {k: v for k, v in spec.items() if k not in ("method", "metric")}
+    kind = tune.PBT if spec["method"] == "pbt" else tune.Halving
+    names = [f.name for f in dataclasses.fields(kind)]
+    for key in kwargs:
+        if key not in names:
+            raise cfg.unknown_key_error(key, [*names, "metric"], f"tune ({spec['method']})")
+    try:
+        return kind(**kwargs)
+    except TypeError as err:
+        raise cfg.ConfigError(f"tune ({spec['method']}): {err}") from None
+
+
+def _tune_spec(spec: dict, grid: dict, sample: dict) -> dict:
+    """`Experiment.tune` checked (its method built once, to validate it)."""
+    if not spec:
+        return {}
+    method = spec.get("method")
+    if method not in TUNE_METHODS:
+        raise cfg.ConfigError(f"tune.method must be one of {list(TUNE_METHODS)}, got {method!r}")
+    metric = spec.get("metric")
+    if metric is not None and not isinstance(metric, str):
+        raise cfg.ConfigError(f"tune.metric must be a metric name, got {metric!r}")
+    if grid:
+        raise cfg.ConfigError(
+            "tune draws its settings from sample (each seed its own draws); a grid cannot be "
+            "tuned: give the values as sample NAME=choice:V1,V2,..."
+        )
+    if not sample:
+        raise cfg.ConfigError(
+            f"tune ({method}) needs hyperparameters with declared ranges to draw and explore: "
+            "sample NAME=log:LOW:HIGH (--sample) and num_samples >= 2"
+        )
+    spec = dict(spec)
+    for key in ("rungs", "perturb"):
+        if isinstance(spec.get(key), str):
+            try:
+                spec[key] = [float(x) for x in spec[key].replace("/", ",").split(",") if x]
+            except ValueError:
+                raise cfg.ConfigError(f"tune.{key}: expected numbers, got {spec[key]!r}") from None
+    for key in ("interval", "window"):
+        if isinstance(spec.get(key), str) and spec[key].strip().lstrip("-").isdigit():
+            spec[key] = int(spec[key])
+    for key in ("fraction", "resample", "keep"):
+        if isinstance(spec.get(key), str):
+            try:
+                spec[key] = float(spec[key])
+            except ValueError:
+                raise cfg.ConfigError(f"tune.{key}: expected a number, got {spec[key]!r}") from None
+    for key in ("rungs", "perturb"):
+        if key in spec:
+            spec[key] = list(spec[key])
+    tuning_method(spec)
+    return spec
 
 
 def auto_chunk(num_updates: int, target: int = 20, most: int = 40) -> int:

@@ -496,6 +496,29 @@ class Start:
     state: Any
     done: int
     metrics: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    #: `[R]` bool: the runs to continue (None: all); the others stay as they are, not computed
+    #: (e.g. runs that successive halving stopped).
+    active: Any = None
+
+
+@dataclasses.dataclass
+class Adaptation:
+    """A change of the runs between two chunks, returned by `execute`'s `adapt` (population-based
+    training, successive halving; `marljax.training.tune`). Shapes and the compiled program stay
+    the same: hyperparameters are traced, and a stopped run's slot is simply not computed.
+
+    Attributes:
+      hparams: the hparams of every run from now on (leaves `[R]`; None: unchanged).
+      source: `[R]` ints: run `r` continues from a copy of run `source[r]`'s whole training state
+        (agent parameters, optimiser, replay buffer, environments), except its own PRNG key, so
+        a copy and its donor go on differently (None: no copies).
+      active: `[R]` bool: the runs that go on; a stopped run keeps its state, is not computed
+        and reports NaN metrics (None: unchanged). At least one run must stay active.
+    """
+
+    hparams: Any = None
+    source: Any = None
+    active: Any = None
 
 
 @dataclasses.dataclass
@@ -517,6 +540,9 @@ class Chunk:
     seconds: float
     env_steps_per_s: float
     _state: Callable[[], Any] = dataclasses.field(repr=False, default=lambda: None)
+    #: the hparams (leaves `[R]`, host) and the active runs `[R]` from now on (after `adapt`)
+    hparams: Any = dataclasses.field(repr=False, default=None)
+    active: Any = dataclasses.field(repr=False, default=None)
 
     def state(self) -> Any:
         """The runs' state after this chunk as host numpy arrays `[R, ...]` (fetched once)."""
@@ -537,6 +563,8 @@ class Execution:
     metrics: dict[str, np.ndarray]
     done: int
     total: int
+    hparams: Any = None
+    active: Any = None
 
     @property
     def finished(self) -> bool:
@@ -560,6 +588,7 @@ def execute(
     say: Callable[[str], None] | None = None,
     prepared: Callable[[], None] | None = None,
     check: Check | None = None,
+    adapt: Callable[[Chunk], Adaptation | None] | None = None,
 ) -> Execution:
     """Train `R` runs of `trainer` (see the module docstring).
 
@@ -584,6 +613,9 @@ def execute(
       check: called once the chunk program is traced, before it is compiled, with the shapes
         of one run's metrics of one update (`Check`); an exception it raises stops everything
         (e.g. an unknown metric, too little host memory).
+      adapt: called after every chunk but the last, before the callbacks, with the `Chunk`;
+        an `Adaptation` it returns changes the runs' hparams, copies states between runs or
+        stops runs, without a new compile (the callbacks then see the state after it).
 
     Returns:
       An `Execution` (host numpy arrays, the same on every process).
@@ -637,46 +669,39 @@ def execute(
         estimate = estimate_memory(progs, trainer, per_call, first_n, template)
     if prepared is not None:
         prepared()
-    padded = -(-R // per_call) * per_call
-    keys_p, hps_p = pad_runs((keys, hparams), padded)
-    groups = [slice(lo, lo + per_call) for lo in range(0, padded, per_call)]
-    spec = P(RUNS_AXIS) if layout == "runs" else P()
-    hp_groups = [place(jax.tree.map(lambda x, g=g: x[g], hps_p), mesh, spec) for g in groups]
+    runs = _Runs(progs, mesh, layout, R, per_call, estimate.compiled, first_n)
+    active = None if start is None or start.active is None else np.asarray(start.active, bool)
     if start is None:
-        states = [progs.init(place(keys_p[g], mesh, spec), hp) for g, hp in zip(groups, hp_groups)]
+        runs.init(keys, hparams)
     else:
-        host = pad_runs(start.state, padded)
-        states = [_put_state(jax.tree.map(lambda x, g=g: x[g], host), mesh, layout) for g in groups]
-    if len(groups) > 1:  # several calls: keep the states between chunks on the host
-        states = [gather(s) for s in states]
+        runs.put(pad_runs(start.state, R) if start.state is not None else None, hparams, active)
     history = {k: np.asarray(v)[:R] for k, v in (start.metrics if start else {}).items()}
-    steps_per_chunk_update = R * trainer.config.steps_per_update
     while done < total:
         n = min(chunk, total - done)
-        fn = estimate.compiled if n == first_n else progs.run(n)
         t0 = time.perf_counter()
-        outs = []
-        for i, _g in enumerate(groups):
-            state = states[i] if len(groups) == 1 else _put_state(states[i], mesh, layout, True)
-            state, metrics = fn(state, hp_groups[i])
-            states[i] = state if len(groups) == 1 else gather(state)
-            outs.append(gather(metrics))
-        metrics = {k: np.concatenate([o[k] for o in outs])[:R] for k in outs[0]}
+        metrics = runs.run(n)
         seconds = time.perf_counter() - t0
         history = {
             k: np.concatenate([history[k], v], axis=1) if k in history else v
             for k, v in metrics.items()
         }
         first, done = done, done + n
-        info = Chunk(done, total, first, metrics, history, seconds,
-                     steps_per_chunk_update * n / max(seconds, 1e-9),
-                     functools.cache(lambda: _host_state(states, layout, R)))  # fmt: skip
+        steps = runs.num_active * trainer.config.steps_per_update * n
+        info = Chunk(done, total, first, metrics, history, seconds, steps / max(seconds, 1e-9),
+                     functools.cache(runs.host_state), runs.hparams, runs.active)  # fmt: skip
+        change = adapt(info) if adapt is not None and done < total else None
+        if change is not None:
+            runs.adapt(change)
+            info = dataclasses.replace(
+                info, _state=functools.cache(runs.host_state), hparams=runs.hparams,
+                active=runs.active,
+            )  # fmt: skip
         stop = False
         for cb in callbacks:
             stop = bool(cb(info)) or stop
         if stop:
             break
-    return Execution(_host_state(states, layout, R), history, done, total)
+    return Execution(runs.host_state(), history, done, total, runs.hparams, runs.active)
 
 
 def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParams | None = None):
@@ -704,6 +729,123 @@ def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParam
     out = execute(trainer, run_keys, run_hp, env_params=env_params, pad=True)
     unflat = lambda x: x.reshape(G, S, *x.shape[1:])  # noqa: E731
     return jax.tree.map(unflat, out.state), {k: unflat(v) for k, v in out.metrics.items()}
+
+
+class _Runs:
+    """The runs of one `execute` call: the active ones on the devices in groups of `per_call`
+    (one program call each; kept on the host between chunks when there are several), the
+    stopped ones frozen on the host."""
+
+    def __init__(self, progs, mesh, layout, R, per_call, compiled, compiled_n):
+        self.progs, self.mesh, self.layout, self.R = progs, mesh, layout, R
+        self.per_call, self.compiled, self.compiled_n = per_call, compiled, compiled_n
+        self.active = np.ones(R, bool)
+        self.frozen = None  # every run's host state while some are stopped
+        self.hparams = None
+
+    @property
+    def num_active(self) -> int:
+        return int(self.active.sum())
+
+    def _layout(self, hparams: Any) -> int:
+        """Group the active runs; place their hparams; return the padded count."""
+        n, D = self.num_active, self.mesh.size
+        self.size = self.per_call if self.layout == "envs" else min(self.per_call, -(-n // D) * D)
+        padded = -(-n // self.size) * self.size
+        self.groups = [slice(lo, lo + self.size) for lo in range(0, padded, self.size)]
+        hps = pad_runs(_rows(hparams, np.flatnonzero(self.active)), padded)
+        spec = P(RUNS_AXIS) if self.layout == "runs" else P()
+        self.hp_groups = [place(_rows(hps, g), self.mesh, spec) for g in self.groups]
+        return padded
+
+    def init(self, keys: np.ndarray, hparams: Any) -> None:
+        self.hparams = hparams
+        keys = pad_runs(keys, self._layout(hparams))
+        spec = P(RUNS_AXIS) if self.layout == "runs" else P()
+        self.states = [
+            self.progs.init(place(keys[g], self.mesh, spec), hp)
+            for g, hp in zip(self.groups, self.hp_groups)
+        ]
+        self._keep()
+
+    def put(self, state: Any, hparams: Any, active: np.ndarray | None = None) -> None:
+        """Place every run's host state `[R, ...]`; continue the `active` ones."""
+        self.hparams = hparams
+        self.active = np.ones(self.R, bool) if active is None else np.asarray(active, bool)
+        if not self.active.any():
+            raise ValueError("at least one run must stay active")
+        self.frozen = None if self.active.all() else state
+        host = pad_runs(_rows(state, np.flatnonzero(self.active)), self._layout(hparams))
+        self.states = [_put_state(_rows(host, g), self.mesh, self.layout) for g in self.groups]
+        self._keep()
+
+    def _keep(self) -> None:
+        if len(self.groups) > 1:  # several calls: keep the states between chunks on the host
+            self.states = [gather(s) for s in self.states]
+
+    def run(self, n: int) -> dict[str, np.ndarray]:
+        """`n` updates of every active run; metrics `[R, n]` (NaN or 0 for stopped runs)."""
+        same = n == self.compiled_n and self.size == self.per_call
+        fn = self.compiled if same else self.progs.run(n)
+        outs, several = [], len(self.groups) > 1
+        for i in range(len(self.groups)):
+            state = _put_state(self.states[i], self.mesh, self.layout, True) if several else (
+                self.states[i])  # fmt: skip
+            state, metrics = fn(state, self.hp_groups[i])
+            self.states[i] = gather(state) if several else state
+            outs.append(gather(metrics))
+        k = self.num_active
+        metrics = {name: np.concatenate([o[name] for o in outs])[:k] for name in outs[0]}
+        if k == self.R:
+            return metrics
+        idx = np.flatnonzero(self.active)
+        return {name: _set_rows(_blank(v, self.R), idx, v) for name, v in metrics.items()}
+
+    def host_state(self) -> Any:
+        """Every run's state as host arrays `[R, ...]`."""
+        state = _host_state(self.states, self.layout, self.num_active)
+        if self.frozen is None:
+            return state
+        idx = np.flatnonzero(self.active)
+        return jax.tree.map(lambda f, a: _set_rows(np.array(f), idx, a), self.frozen, state)
+
+    def adapt(self, change: Adaptation) -> None:
+        state = self.host_state()
+        R = self.R
+        hparams = self.hparams if change.hparams is None else jax.tree.map(
+            lambda x: np.broadcast_to(np.asarray(x, np.float32), (R,)).copy(), change.hparams
+        )  # fmt: skip
+        active = self.active if change.active is None else np.asarray(change.active, bool)
+        if active.shape != (R,):
+            raise ValueError(f"Adaptation.active must have shape ({R},), got {active.shape}")
+        if change.source is not None:
+            source = np.asarray(change.source)
+            if source.shape != (R,) or not np.issubdtype(source.dtype, np.integer):
+                raise ValueError(f"Adaptation.source must be {R} run indices, got {source!r}")
+            if source.min() < 0 or source.max() >= R:
+                raise ValueError(f"Adaptation.source must be in [0, {R}), got {source!r}")
+            copied = _rows(state, source)
+            if hasattr(copied, "key"):  # each run keeps its own PRNG key
+                copied = copied.replace(key=state.key)
+            state = copied
+        self.put(state, hparams, active)
+
+
+def _rows(tree: Any, idx: Any) -> Any:
+    """Rows `idx` (indices or a slice) of every leaf's leading axis."""
+    return jax.tree.map(lambda x: np.asarray(x)[idx], tree)
+
+
+def _set_rows(full: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    full[idx] = rows
+    return full
+
+
+def _blank(rows: np.ndarray, R: int) -> np.ndarray:
+    """`[R, ...]` like `rows`: NaN for floats, 0 otherwise."""
+    rows = np.asarray(rows)
+    fill = np.nan if np.issubdtype(rows.dtype, np.inexact) else 0
+    return np.full((R, *rows.shape[1:]), fill, rows.dtype)
 
 
 def _put_state(host: Any, mesh: Mesh, layout: str, host_layout: bool = False) -> Any:
@@ -805,6 +947,7 @@ __all__ = [
     "ENVS_AXIS",
     "LAYOUTS",
     "RUNS_AXIS",
+    "Adaptation",
     "Chunk",
     "Execution",
     "MemoryEstimate",

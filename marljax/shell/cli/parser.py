@@ -197,6 +197,27 @@ def _add_sweep_parser(sub) -> None:
     sweep.add_argument(
         "--window", type=int, default=None, help="a run's final value: mean of its last N values"
     )
+    tune = sweep.add_argument_group(
+        "tune while training (each seed one population of its own --num-samples draws)"
+    )
+    tune.add_argument(
+        "--pbt", type=int, default=None, metavar="N",
+        help="population-based training: every N updates the bottom runs copy the top ones and "
+        "perturb their --sample hyperparameters",
+    )  # fmt: skip
+    tune.add_argument(
+        "--halving", default=None, metavar="F1,F2,...",
+        help="successive halving: after these fractions of the run the weaker half of each "
+        "population stops (--tune-set keep=F)",
+    )  # fmt: skip
+    tune.add_argument(
+        "--tune-random", action="store_true", default=None,
+        help="the random-search baseline of the same draws (each seed its own), no tuning",
+    )  # fmt: skip
+    tune.add_argument(
+        "--tune-set", action="append", default=[], metavar="KEY=VALUE",
+        help="tuner options: fraction, resample, perturb=0.8/1.25, window, keep, metric",
+    )  # fmt: skip
     sweep.add_argument(
         "--distributed",
         action="store_true",

@@ -59,6 +59,9 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
     sample = _assignments_once(getattr(args, "sample", []), "--sample")
     if sample:
         data["sample"] = sample
+    tune = _tune_from_args(args)
+    if tune:
+        data["tune"] = {**(data.get("tune") or {}), **tune}
     if getattr(args, "check_finite", None) is not None:
         data["check_finite"] = bool(args.check_finite)
     if getattr(args, "log", None):
@@ -66,6 +69,33 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
     exp = Experiment.from_dict(data)
     _say_rounding(exp, args.steps)
     return exp
+
+
+def _tune_from_args(args: argparse.Namespace) -> dict:
+    """`--pbt N`, `--halving RUNGS` or `--tune-random`, with `--tune-set KEY=VALUE` options."""
+    chosen = [
+        (flag, value)
+        for flag, value in (("pbt", getattr(args, "pbt", None)),
+                            ("halving", getattr(args, "halving", None)),
+                            ("random", getattr(args, "tune_random", None) or None))
+        if value is not None
+    ]  # fmt: skip
+    extra = cfg.parse_assignments(getattr(args, "tune_set", None) or [], "--tune-set")
+    if len(chosen) > 1:
+        names = " and ".join("--tune-random" if f == "random" else f"--{f}" for f, _ in chosen)
+        raise cfg.ConfigError(f"{names}: choose one way to tune")
+    if not chosen:
+        if extra:
+            raise cfg.ConfigError("--tune-set needs --pbt, --halving or --tune-random")
+        return {}
+    method, value = chosen[0]
+    out: dict = {"method": method}
+    if method == "pbt":
+        out["interval"] = value
+    elif method == "halving":
+        out["rungs"] = value
+    out.update(extra)
+    return out
 
 
 def _assignments_once(items: list[str], flag: str) -> dict[str, str]:
@@ -225,6 +255,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     exp = experiment_from_args(args, base)
     if exp.sample and exp.num_samples < 1:
         raise cfg.ConfigError("--sample needs --num-samples N (random draws) with N >= 1")
+    if exp.tune:
+        from marljax.shell.tune import run_tune
+
+        run_tune(
+            exp, max_memory_bytes=_budget(args), resume=args.resume, progress=not args.no_progress
+        )
+        return 0
     result = sweep.run_sweep(
         exp, max_memory_bytes=_budget(args), resume=args.resume, progress=not args.no_progress
     )
