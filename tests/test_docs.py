@@ -48,6 +48,8 @@ COVERED = (
     "marljax.training.train",
     "marljax.shell.experiment",
     "marljax.shell.sweep",
+    "marljax.shell.tune",
+    "marljax.training.tune",
     "marljax.training.execute",
     "marljax.training.checkpoint",
     "marljax.shell.rundir",

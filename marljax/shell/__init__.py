@@ -3,6 +3,8 @@
 - `experiment`: the typed `Experiment` spec, `build`, `run_experiment` (run directories,
   resume, loggers, finiteness checks) and `baseline_main` for `baselines/` scripts.
 - `sweep`: `run_sweep` and the ranking of settings (the spaces: `marljax.training.space`).
+- `tune`: `run_tune`, PBT and successive halving inside a sweep's one program (the policies:
+  `marljax.training.tune`).
 - `policy`: `load_policy` / `Policy` over a run directory, `evaluate_run`, cross-play of runs.
 - `outputs`: what a run directory holds besides checkpoints (metrics in marl-eval JSON via
   `marljax.evaluation.results`, `learning_curve.png` via `marljax.evaluation.plots`).
@@ -18,6 +20,7 @@ Quick use::
 from marljax.shell.experiment import Experiment, RunResult, build, run_experiment
 from marljax.shell.policy import EvalReport, Policy, evaluate_run, load_policy
 from marljax.shell.sweep import SweepResult, run_sweep
+from marljax.shell.tune import TuneResult, run_tune
 
 __all__ = [
     "EvalReport",
@@ -25,9 +28,11 @@ __all__ = [
     "Policy",
     "RunResult",
     "SweepResult",
+    "TuneResult",
     "build",
     "evaluate_run",
     "load_policy",
     "run_experiment",
     "run_sweep",
+    "run_tune",
 ]

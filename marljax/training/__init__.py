@@ -6,6 +6,7 @@
 - `execute`: the engine: chunks, device layouts, memory estimates, progress, and `sweep`
   (every (setting, seed) pair as one program).
 - `checkpoint`: the orbax checkpointer of the engine's chunks.
+- `space`: search spaces of sweeps; `tune`: PBT and successive halving between chunks.
 
 (The engine's `execute` function is `marljax.training.execute.execute`; the package attribute
 `execute` is the module.)

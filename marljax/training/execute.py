@@ -23,6 +23,9 @@ flattened, run `r = g * S + s`) of one `Trainer`. The options are orthogonal:
 - **callbacks** `fn(Chunk) -> bool | None` between chunks (progress, checkpoints, finiteness
   checks, logging); returning True stops after that chunk. An exception stops the run.
 - **start**: continue from a saved state (`Start`, e.g. a checkpoint), bit for bit on CPU.
+- **adapt** `fn(Chunk) -> Adaptation | None` between chunks, before the callbacks: new traced
+  hparams, copies of one run's state into another, stopped runs (PBT and successive halving,
+  `marljax.training.tune`).
 
 `marljax train`, `marljax sweep`, `marljax.shell.experiment` and the benches are configurations of it
 (`programs` gives the benches the compiled fused programs themselves).
@@ -504,8 +507,9 @@ class Start:
 @dataclasses.dataclass
 class Adaptation:
     """A change of the runs between two chunks, returned by `execute`'s `adapt` (population-based
-    training, successive halving; `marljax.training.tune`). Shapes and the compiled program stay
-    the same: hyperparameters are traced, and a stopped run's slot is simply not computed.
+    training, successive halving; `marljax.training.tune`). New hparams and copies keep the
+    compiled program (hyperparameters are traced); stopping runs leaves fewer runs to compute,
+    so the chunk program is compiled once more for the new count.
 
     Attributes:
       hparams: the hparams of every run from now on (leaves `[R]`; None: unchanged).

@@ -18,7 +18,8 @@ hyperparameters are traced):
   neighbouring value) and clipped to the declared range.
 - `Halving` (successive halving, Jamieson and Talwalkar 2016; Li et al. 2020): at each rung, a
   fraction of the run's updates, the runs below the best `keep` fraction of their population
-  stop; their slots are not computed afterwards, so the program's later chunks run fewer runs.
+  stop; they are not computed afterwards, so the later chunks run fewer runs (the chunk program
+  is compiled once more per rung, for the smaller run count).
 
 Every decision is a function of the metrics so far and a PRNG seeded by `(seed, population,
 update)`, and the tuner's state is a list of JSON events (`events`), so a run resumed from a
