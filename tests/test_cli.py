@@ -577,3 +577,18 @@ def test_algorithm_names_in_another_case_are_suggested():
 
     with pytest.raises(KeyError, match="Unknown algorithm 'MAPPO'. Did you mean mappo"):
         algo_spec("MAPPO")
+
+
+def test_resume_of_a_finished_run_draws_its_missing_figure(tmp_path, finished_run, capsys):
+    """A run killed after its last checkpoint but before learning_curve.png: `--resume` says it
+    is finished and draws the figure (nothing else changes)."""
+    import shutil
+
+    run = tmp_path / "copy"
+    shutil.copytree(finished_run, run)
+    os.remove(run / "learning_curve.png")
+    before = (run / "metrics.npz").read_bytes()
+    code, _, err = run_cli(["train", "--resume", str(run), "--no-progress"], capsys)
+    assert code == 0 and "is finished" in err
+    assert (run / "learning_curve.png").stat().st_size > 0
+    assert (run / "metrics.npz").read_bytes() == before

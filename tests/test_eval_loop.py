@@ -276,3 +276,33 @@ def test_schedules_longer_than_the_run_are_named():
     (note,) = schedule_notes(build(exp))
     assert "ends at epsilon 0.61" in note and "eps_anneal_steps=20480" in note
     assert schedule_notes(build(exp.replace(hparams={"eps_anneal_steps": 20_000}))) == []
+
+
+@pytest.mark.parametrize(
+    ("algo", "name"),
+    [("hasac", "warmup_steps"), ("maddpg", "warmup_steps"), ("qmix", "learning_starts")],
+)
+def test_a_warmup_longer_than_the_run_is_named(algo, name):
+    """HASAC/MADDPG's uniform-action warmup and the Q-learners' learning start, at or past the
+    budget, mean no gradient step at all: a note says so and names the setting."""
+    from marljax.shell.experiment import build, schedule_notes
+
+    env = "particle/simple_spread_continuous-v0" if algo != "qmix" else "matrix/two_step-v0"
+    exp = Experiment(
+        algo=algo, env=env, train={"num_envs": 4, "rollout_len": 8, "total_env_steps": 2048}
+    )
+    over = (
+        exp.replace(agent={name: 4096})
+        if hasattr(exp.agent_config, name)
+        else exp.replace(hparams={name: 4096})
+    )
+    notes = [n for n in schedule_notes(build(over)) if n.startswith(name)]
+    assert (
+        len(notes) == 1 and "never takes a gradient step" in notes[0] and f"{name}=204" in notes[0]
+    )
+    under = (
+        exp.replace(agent={name: 512})
+        if hasattr(exp.agent_config, name)
+        else exp.replace(hparams={name: 512})
+    )
+    assert not [n for n in schedule_notes(build(under)) if n.startswith(name)]

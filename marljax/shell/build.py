@@ -134,6 +134,14 @@ def schedule_notes(built: Built) -> list[str]:
                 f"epsilon anneals over {longest:,.0f} env steps but a run has {steps:,}: it ends "
                 f"at epsilon {end:.2f}, not {finish:g} (--set eps_anneal_steps={steps // 2})"
             )
+    for name in ("warmup_steps", "learning_starts"):  # off-policy learners' first gradient step
+        source = built.agent_config if hasattr(built.agent_config, name) else built.hparams
+        value = getattr(source, name, None)
+        if value is not None and float(np.max(np.asarray(value))) >= steps:
+            notes.append(
+                f"{name} is {float(np.max(np.asarray(value))):,.0f} env steps but a run has "
+                f"{steps:,}: it never takes a gradient step (--set {name}={steps // 10})"
+            )
     graph = getattr(built.agent_config, "graph_anneal_updates", 0)
     if graph > exp.train.num_updates:
         notes.append(

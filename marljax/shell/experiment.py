@@ -181,6 +181,9 @@ def run_experiment(
                     "updates); nothing to do (--steps N extends it)",
                     file=sys.stderr,
                 )
+                if not os.path.exists(os.path.join(run_dir, "learning_curve.png")):
+                    # killed after its last checkpoint, before the figure: draw it now
+                    outputs.write_plot(run_dir, built, _grid(start.metrics, G, S))
                 return _result(run_dir, built, start.metrics, start.state, True)
         cbs: list = []
         if exp.check_finite and kind == "train":  # a sweep ranks non-finite runs last

@@ -19,7 +19,10 @@ from marljax.training.rollout import score_label, task_metric_names
 
 
 def setting_labels(built: Built) -> list[str]:
-    """`"name=value,..."` of every setting of a built experiment (`""` without a sweep)."""
+    """`"name=value,..."` of every setting of a built experiment (`""` without a sweep; `"draw
+    g"` in a tuning sweep, whose draws differ per seed: `marljax.shell.tune`)."""
+    if built.exp.tune:
+        return [f"draw {g}" for g in range(len(built.settings))]
     return [",".join(f"{k}={v:g}" for k, v in s.items()) for s in built.settings]
 
 

@@ -228,6 +228,8 @@ class Experiment:
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "sample", sample)
         object.__setattr__(self, "tune", _tune_spec(self.tune, grid, sample))
+        if self.tune:  # each population draws its own settings (marljax.shell.tune): the G
+            settings = [{} for _ in range(self.num_samples)]  # slots start from the base here
         object.__setattr__(self, "agent_config", config)
         object.__setattr__(self, "base_hparams", hparams)
         object.__setattr__(self, "settings", settings)

@@ -13,8 +13,9 @@ ranks, copies, perturbs or stops them between chunks, all `settings x seeds` run
 program (`marljax.shell.experiment.run_experiment`, with checkpoints and bitwise resume). The
 run directory adds:
 
-    tune.json            every step (scores, hparams, active runs, copies); each population's
-                         best run, its score and its hyperparameter schedule; the best overall
+    tune.json            every run's starting hparams (run r = g * S + s); every step (scores,
+                         hparams, active runs, copies); each population's best run, its score
+                         and its hyperparameter schedule; the best overall
     best_config.json     the best run's final hyperparameters as a plain `--config`
     lineage.png          PBT: each run's hyperparameters over the run, copies as jumps, the
                          best run's schedule in bold; halving: the curves and where runs stopped
@@ -200,6 +201,9 @@ def _write(run_dir: str, tuner: tune.Tuner, result: TuneResult, exp: Any) -> Non
             "score": num(result.population_scores[result.best_population]),
         },  # fmt: skip
         "lineage": tuner.lineage(),
+        "initial": {
+            k: [float(x) for x in np.asarray(getattr(tuner.initial, k))] for k in tuner.space
+        },  # fmt: skip
     }
     outputs.write_tune_events(run_dir, tuner.events, summary)
     best = exp.replace(
