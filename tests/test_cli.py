@@ -592,3 +592,63 @@ def test_resume_of_a_finished_run_draws_its_missing_figure(tmp_path, finished_ru
     assert code == 0 and "is finished" in err
     assert (run / "learning_curve.png").stat().st_size > 0
     assert (run / "metrics.npz").read_bytes() == before
+
+
+@pytest.mark.parametrize("change", [("activation", "relu"), ("hidden_sizes", [32])])
+def test_a_hand_edited_config_is_refused_by_resume_and_eval(tmp_path, finished_run, capsys, change):
+    """config.json edited after the run was written (a network the checkpoints do not hold):
+    `--resume`, `eval` and `load_policy` refuse it, naming the key; nothing in the run changes."""
+    import json
+    import shutil
+
+    from marljax.shell.policy import load_policy
+
+    run = tmp_path / "edited"
+    shutil.copytree(finished_run, run)
+    config = json.loads((run / "config.json").read_text())
+    key, value = change
+    config["experiment"]["agent"][key] = value
+    (run / "config.json").write_text(json.dumps(config))
+    before = {p: (run / p).read_bytes() for p in ("config.json", "metrics.npz", "manifest.json")}
+    for command in (["train", "--resume", str(run), "--no-progress"], ["eval", str(run)]):
+        code, _, err = run_cli(command, capsys)
+        assert code == 2, (command, err)
+        assert "was changed after the run was written" in err and f"experiment.agent.{key}" in err
+        assert "Traceback" not in err
+    with pytest.raises(ValueError, match="was changed after the run was written"):
+        load_policy(str(run))
+    assert before == {p: (run / p).read_bytes() for p in before}
+
+
+@pytest.mark.parametrize(
+    "link", [".lock", "progress.csv", "learning_curve.png", "eval.json.tmp", "checkpoints"]
+)
+def test_no_write_follows_a_symlink_out_of_a_run_directory(tmp_path, finished_run, capsys, link):
+    """A link inside a run directory (to a file or folder outside it): resume and eval refuse
+    with the link named, and the target outside is unchanged."""
+    import shutil
+
+    run = tmp_path / "linked"
+    shutil.copytree(finished_run, run)
+    outside = tmp_path / "outside"
+    if link == "checkpoints":
+        shutil.copytree(run / "checkpoints", outside)
+        shutil.rmtree(run / "checkpoints")
+    else:
+        outside.write_text("keep me")
+        if (run / link).exists():
+            os.remove(run / link)
+    os.symlink(outside, run / link)
+
+    def snapshot():
+        if outside.is_dir():
+            return sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
+        return outside.read_text()
+
+    before = snapshot()
+    for command in (["train", "--resume", str(run), "--steps", str(4 * 4 * 8), "--no-progress"],
+                    ["eval", str(run), "--episodes", "2"]):  # fmt: skip
+        code, _, err = run_cli(command, capsys)
+        assert code == 2, (command, err)
+        assert "is a symbolic link" in err and link in err and "Traceback" not in err
+        assert snapshot() == before

@@ -84,7 +84,10 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     temporary file is removed and `path` keeps its previous content."""
     tmp = f"{os.fspath(path)}.tmp"
     try:
-        with open(tmp, "w") as f:
+        if os.path.islink(tmp):  # never write through a link (os.replace then replaces it)
+            os.remove(tmp)
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644),
+                  "w") as f:  # fmt: skip
             json.dump(data, f, indent=1)
         os.replace(tmp, path)
     except BaseException:

@@ -18,6 +18,7 @@ import numpy as np
 from marljax.agents import algo_spec
 from marljax.core import config as cfg
 from marljax.core.registry import make
+from marljax.shell import rundir
 from marljax.shell.spec import CONFIG_VERSION, Experiment
 from marljax.training import execute as ex
 from marljax.training import space
@@ -183,15 +184,11 @@ def describe(built: Built, kind: str = "train") -> dict[str, Any]:
     }
 
 
-#: experiment keys that may differ between a run and its resumption.
-_NOT_STATIC = ("out_dir", "name", "checkpoint", "check_finite", "devices", "layout", "log")
-
-
 def static_part(description: dict[str, Any]) -> dict[str, Any]:
     """What must not change when resuming: the experiment, normalised, without output
     locations, per-invocation choices and the budget (`train.total_env_steps` may grow)."""
     exp = Experiment.from_dict(description).to_dict()
-    for k in _NOT_STATIC:
+    for k in rundir.RESUMABLE_KEYS:
         exp.pop(k, None)
     exp["train"] = {
         k: v for k, v in exp["train"].items() if k not in ("total_env_steps", "progress")

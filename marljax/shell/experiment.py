@@ -155,7 +155,7 @@ def run_experiment(
         """Create (new runs: only after the memory check passed) and lock the directory; a
         resumed run's extended budget is written only once the lock is held."""
         if resume is None:
-            rundir.create(run_dir, kind, static_part(description))
+            rundir.create(run_dir, kind, static_part(description), description)
             results.write_json(os.path.join(run_dir, "config.json"), description)
         stack.enter_context(rundir.lock(run_dir))
         if resume is not None and extended is not None:
@@ -169,6 +169,8 @@ def run_experiment(
             open_dir(stack)
             if allow_hparam_change:
                 _record_hparam_change(run_dir, description)
+                with open(os.path.join(run_dir, "config.json")) as f:
+                    rundir.record(run_dir, json.load(f))
             if box[0] is None:
                 raise FileNotFoundError(f"Cannot resume {run_dir} with checkpoint=False")
             start = _resume_point(box[0], built, keys, hparams, run_dir)
@@ -303,6 +305,7 @@ def _check_resumable(
     rundir.check(run_dir, kind)
     with open(os.path.join(run_dir, "config.json")) as f:
         saved = json.load(f)
+    rundir.verify(run_dir, saved)
     differences = cfg.diff(static_part(saved), static_part(description))
     if allow_hparam_change:
         differences = [d for d in differences if not d.startswith("experiment.hparams")]

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax.core import config as cfg
+from marljax.shell import rundir
 from marljax.training.rollout import score_label, task_metric_names
 from marljax.training.train import EVAL_STREAM, eval_budget, make_evaluate
 
@@ -118,7 +119,9 @@ def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
     with open(path) as f:
-        built = xp.build(xp.Experiment.from_dict(json.load(f)))
+        saved = json.load(f)
+    rundir.verify(run_dir, saved)  # a hand-edited config would act with the wrong network
+    built = xp.build(xp.Experiment.from_dict(saved))
     exp = built.exp
     ckpt_dir = os.path.join(run_dir, "checkpoints")
     fix = "train it with checkpoints on (the default), or resume it: marljax train --resume RUN"
@@ -413,6 +416,7 @@ def evaluate_run(
         from marljax.evaluation import results
 
         name = "eval.json" if env is None else f"eval_{env_id.replace('/', '_')}.json"
+        rundir.refuse_links(run.run_dir)
         results.write_json(os.path.join(run.run_dir, name), report.to_dict())
     return report
 

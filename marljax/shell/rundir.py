@@ -28,14 +28,35 @@ KINDS = ("train", "sweep")
 RUN_FILES = ("config.json", "metrics.npz", "metrics.json", "checkpoints", "sweep.json", MANIFEST)
 
 
+#: experiment keys that may differ between a run and its resumption (with `train.total_env_steps`
+#: and `train.progress`).
+RESUMABLE_KEYS = ("out_dir", "name", "checkpoint", "check_finite", "devices", "layout", "log")
+
+
+def frozen_part(config: dict[str, Any]) -> dict[str, Any]:
+    """What of a config.json only marljax may change: its experiment as written, without the keys
+    a resume may change (`RESUMABLE_KEYS`, the budget)."""
+    exp = dict(config.get("experiment") or {}) if isinstance(config, dict) else {}
+    for k in RESUMABLE_KEYS:
+        exp.pop(k, None)
+    if isinstance(exp.get("train"), dict):
+        exp["train"] = {
+            k: v for k, v in exp["train"].items() if k not in ("total_env_steps", "progress")
+        }
+    return exp
+
+
 def config_hash(static: dict[str, Any]) -> str:
     """A short hash of a run's static configuration (canonical JSON)."""
     text = json.dumps(static, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def create(run_dir: str, kind: str, static: dict[str, Any]) -> None:
-    """Make `run_dir` for a new run of `kind` and write its manifest first.
+def create(
+    run_dir: str, kind: str, static: dict[str, Any], config: dict[str, Any] | None = None
+) -> None:
+    """Make `run_dir` for a new run of `kind` and write its manifest first (with `config`, the
+    config.json about to be written: its `frozen_part` and hash, checked by `verify`).
 
     Raises:
       FileExistsError: `run_dir` already holds a run's files (naming them).
@@ -46,7 +67,52 @@ def create(run_dir: str, kind: str, static: dict[str, Any]) -> None:
     refuse_taken(run_dir)
     os.makedirs(run_dir, exist_ok=True)
     manifest = {"kind": kind, "format_version": FORMAT_VERSION, "config_hash": config_hash(static)}
+    if config is not None:
+        manifest.update(_frozen_entry(config))
     _write_json(os.path.join(run_dir, MANIFEST), manifest)
+
+
+def _frozen_entry(config: dict[str, Any]) -> dict[str, Any]:
+    frozen = frozen_part(config)
+    return {"experiment_hash": config_hash(frozen), "experiment": frozen}
+
+
+def verify(run_dir: str, config: dict[str, Any]) -> None:
+    """Refuse a config.json changed by hand after marljax wrote it: its `frozen_part` must hash
+    to the manifest's `experiment_hash` (directories written before the hash existed pass).
+
+    Raises:
+      ValueError: naming the keys that changed and the way out.
+    """
+    path = os.path.join(run_dir, MANIFEST)
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return  # no manifest (an old run) or a damaged one (`check` refuses it)
+    want = manifest.get("experiment_hash") if isinstance(manifest, dict) else None
+    if not want or config_hash(frozen_part(config)) == want:
+        return
+    from marljax.core.config import diff
+
+    changed = diff(manifest.get("experiment") or {}, frozen_part(config), "experiment.")
+    listed = "; ".join(changed[:8]) + (" ..." if len(changed) > 8 else "")
+    raise ValueError(
+        f"{os.path.join(run_dir, 'config.json')} was changed after the run was written "
+        f"(manifest.json's hash no longer matches){': ' + listed if listed else ''}. Its "
+        "checkpoints belong to the original configuration: put it back, or train the changed "
+        "one as a new run (marljax train --config FILE --name NEW)."
+    )
+
+
+def record(run_dir: str, config: dict[str, Any]) -> None:
+    """After marljax itself changed config.json (under the lock: e.g. `--allow-hparam-change`),
+    make the manifest's `experiment_hash` match it again."""
+    path = os.path.join(run_dir, MANIFEST)
+    with open(path) as f:
+        manifest = json.load(f)
+    if "experiment_hash" in manifest:
+        _write_json(path, {**manifest, **_frozen_entry(config)})
 
 
 def refuse_taken(run_dir: str) -> None:
@@ -112,6 +178,25 @@ def _check_writable(run_dir: str) -> None:
         ) from None
 
 
+def refuse_links(run_dir: str) -> None:
+    """Refuse a run directory holding a symbolic link anywhere inside it: marljax never writes
+    through one (a linked `progress.csv`, figure, lock or `checkpoints/` would change files
+    outside the run). Called by every writer before its first write.
+
+    Raises:
+      ValueError: naming the link and where it points.
+    """
+    for root, dirs, files in os.walk(run_dir, followlinks=False):
+        for name in sorted(dirs + files):
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                raise ValueError(
+                    f"{path} is a symbolic link (to {os.readlink(path)}); marljax never writes "
+                    "through links in a run directory, which could change files outside it. "
+                    "Replace the link with the file or folder itself, or remove it."
+                )
+
+
 @contextlib.contextmanager
 def lock(run_dir: str) -> Iterator[None]:
     """Hold `run_dir`'s write lock; a second writer gets a clear error at once, not a clash.
@@ -120,7 +205,8 @@ def lock(run_dir: str) -> Iterator[None]:
       BlockingIOError: another process holds the lock (its pid is named).
     """
     path = os.path.join(run_dir, LOCK)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    refuse_links(run_dir)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -144,4 +230,17 @@ def _write_json(path: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["FORMAT_VERSION", "KINDS", "check", "config_hash", "create", "lock", "refuse_taken"]
+__all__ = [
+    "FORMAT_VERSION",
+    "KINDS",
+    "RESUMABLE_KEYS",
+    "check",
+    "config_hash",
+    "create",
+    "frozen_part",
+    "lock",
+    "record",
+    "refuse_links",
+    "refuse_taken",
+    "verify",
+]
