@@ -26,6 +26,7 @@ CONSTANTS = {
     "update (NaN if none).",
     "PARAMETER_MODES": "The parameter modes every agent supports: `shared`, `shared_id`, "
     "`independent`.",
+    "RESUMABLE_KEYS": "Experiment keys a resume may change (with the budget); not hashed.",
     "__version__": "The package version.",
 }
 

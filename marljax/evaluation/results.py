@@ -86,8 +86,8 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     try:
         if os.path.islink(tmp):  # never write through a link (os.replace then replaces it)
             os.remove(tmp)
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644),
-                  "w") as f:  # fmt: skip
+        nofollow = lambda p, flags: os.open(p, flags | os.O_NOFOLLOW, 0o644)  # noqa: E731
+        with open(tmp, "w", opener=nofollow) as f:
             json.dump(data, f, indent=1)
         os.replace(tmp, path)
     except BaseException:

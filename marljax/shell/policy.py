@@ -118,11 +118,9 @@ def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
     path = os.path.join(run_dir, "config.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
-    with open(path) as f:
-        saved = json.load(f)
+    saved = json.loads(open(path).read())  # noqa: SIM115
     rundir.verify(run_dir, saved)  # a hand-edited config would act with the wrong network
-    built = xp.build(xp.Experiment.from_dict(saved))
-    exp = built.exp
+    exp = (built := xp.build(xp.Experiment.from_dict(saved))).exp
     ckpt_dir = os.path.join(run_dir, "checkpoints")
     fix = "train it with checkpoints on (the default), or resume it: marljax train --resume RUN"
     if not os.path.isdir(ckpt_dir):
