@@ -652,3 +652,36 @@ def test_no_write_follows_a_symlink_out_of_a_run_directory(tmp_path, finished_ru
         assert code == 2, (command, err)
         assert "is a symbolic link" in err and link in err and "Traceback" not in err
         assert snapshot() == before
+
+
+def test_unbounded_config_files_are_refused_under_2gib(tmp_path):
+    """`--config /dev/zero`, a YAML alias chain ("billion laughs"), JSON nested thousands of
+    levels and an oversized file: each a `marljax: error:` with exit 2, peak RSS under 2 GiB."""
+    import subprocess
+    import sys
+
+    laughs = tmp_path / "laughs.yaml"
+    rows = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    rows += [f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefgh", "bcdefghi")]
+    laughs.write_text("\n".join(rows) + "\n")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+    big = tmp_path / "big.json"
+    big.write_text('{"algo": "' + "x" * (5 * 1024 * 1024) + '"}')
+    script = (
+        "import resource, sys\n"
+        "from marljax.shell.cli import main\n"
+        "codes = [main(['train', '--config', p]) for p in sys.argv[1:]]\n"
+        "print(codes, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, "/dev/zero", str(laughs), str(deep), str(big)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    codes, rss_kib = out.stdout.strip().rsplit(" ", 1)
+    assert codes == "[2, 2, 2, 2]", out.stderr
+    assert int(rss_kib) < 2 * 1024 * 1024, f"peak RSS {int(rss_kib) / 1024:.0f} MiB"
+    for needle in ("not a regular file", "aliases (*a) are not accepted", "over 32 levels deep",
+                   "a config is at most"):  # fmt: skip
+        assert needle in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr

@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import types
 import typing
 from typing import Any, NamedTuple
@@ -360,26 +361,97 @@ def parse_assignments(items: list[str], flag: str = "--set") -> dict[str, str]:
     return out
 
 
-def loads(text: str, where: str = "config") -> dict[str, Any]:
-    """Parse a JSON or YAML mapping (YAML needs PyYAML, which flax installs).
+#: the largest config file read (bytes): experiments are a few KiB
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: the deepest nesting of lists and mappings accepted in a config
+MAX_CONFIG_DEPTH = 32
+
+
+def read_config_text(path: str, where: str | None = None) -> str:
+    """The text of a config file, bounded: a regular file of at most `MAX_CONFIG_BYTES` (a
+    device such as /dev/zero, a pipe or a huge file is refused before it is read).
 
     Raises:
-      ConfigError: the text is neither, or is not a mapping.
+      ConfigError: not a regular file, or too large; FileNotFoundError / IsADirectoryError.
+    """
+    import stat
+
+    where = where or path
+    info = os.stat(path)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(f"{where} is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{where} is not a regular file (a device, pipe or socket); give a file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{where} is {info.st_size:,} bytes; a config is at most {MAX_CONFIG_BYTES:,}"
+        )
+    with open(path, "rb") as f:
+        raw = f.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where} is over {MAX_CONFIG_BYTES:,} bytes; a config is not that large")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{where} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+
+
+def _depth(data: Any, limit: int, level: int = 0) -> None:
+    if level > limit:
+        raise RecursionError
+    if isinstance(data, dict):
+        for v in data.values():
+            _depth(v, limit, level + 1)
+    elif isinstance(data, list):
+        for v in data:
+            _depth(v, limit, level + 1)
+
+
+def loads(text: str, where: str = "config") -> dict[str, Any]:
+    """Parse a JSON or YAML mapping (YAML needs PyYAML, which flax installs), bounded: at most
+    `MAX_CONFIG_DEPTH` levels of nesting, and no YAML aliases (`*name`: a few hundred bytes of
+    them can expand to gigabytes).
+
+    Raises:
+      ConfigError: the text is neither, is not a mapping, nests too deeply or uses an alias.
     """
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as json_err:
         try:
-            import yaml
-        except ImportError:  # pragma: no cover (flax depends on PyYAML)
-            raise ConfigError(f"{where} is not valid JSON: {json_err}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{where} is neither valid JSON nor YAML: {err}") from None
+            data = json.loads(text)
+        except json.JSONDecodeError as json_err:
+            try:
+                import yaml
+            except ImportError:  # pragma: no cover (flax depends on PyYAML)
+                raise ConfigError(f"{where} is not valid JSON: {json_err}") from None
+            try:
+                data = yaml.load(text, Loader=_no_alias_loader())  # noqa: S506 (safe, no alias)
+            except yaml.YAMLError as err:
+                raise ConfigError(f"{where} is neither valid JSON nor YAML: {err}") from None
+        _depth(data, MAX_CONFIG_DEPTH)
+    except RecursionError:
+        raise ConfigError(
+            f"{where} nests lists or mappings over {MAX_CONFIG_DEPTH} levels deep"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{where} must be a mapping of key: value, got {type(data).__name__}")
     return data
+
+
+def _no_alias_loader() -> type:
+    """PyYAML's safe loader that refuses aliases (`*name`) before expanding any."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.YAMLError(
+                    f"aliases (*{event.anchor}) are not accepted in a config: write the values "
+                    f"out{event.start_mark}"
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 def diff(a: Any, b: Any, prefix: str = "") -> list[str]:

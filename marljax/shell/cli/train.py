@@ -127,8 +127,7 @@ def _say_rounding(exp, steps: int | None) -> None:
 def _read_experiment(path: str) -> dict:
     """The experiment mapping of a YAML/JSON file (an experiment or a run's config.json)."""
     try:
-        with open(path) as f:
-            data = cfg.loads(f.read(), path)
+        data = cfg.loads(cfg.read_config_text(path, f"--config {path}"), path)
     except FileNotFoundError:
         raise FileNotFoundError(f"--config {path}: no such file") from None
     except IsADirectoryError:
