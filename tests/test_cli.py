@@ -685,3 +685,32 @@ def test_unbounded_config_files_are_refused_under_2gib(tmp_path):
                    "a config is at most"):  # fmt: skip
         assert needle in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_user_errors_of_the_third_probe_are_messages(tmp_path, finished_run, capsys):
+    """Each once a traceback or silently ignored: now `marljax: error:` (or argparse's) with
+    exit 2, no traceback, and the run directory unchanged."""
+    import shutil
+
+    before = (finished_run / "metrics.npz").read_bytes()
+    cases = [
+        (["train", "--env", "matrix/ipd-v0", "--set", "env.num_rounds=-5"], "num_rounds must be >= 1"),
+        (["train", "--env", "matrix/ipd-v0", "--set", "env.num_rounds=0"], "num_rounds must be >= 1"),
+        (["eval", str(finished_run), "--crossplay", str(finished_run), "--roles", "5"],
+         "must name some but not all of the agents 0..1"),
+        (["eval", str(finished_run), "--max-steps", "0"], "--max-steps: must be >= 1"),
+        (["eval", str(finished_run), "--episodes", "-3"], "--episodes: must be >= 1"),
+    ]  # fmt: skip
+    damaged = tmp_path / "damaged"
+    shutil.copytree(finished_run, damaged)
+    (damaged / "metrics.npz").write_bytes(before[:300])  # truncated
+    cases.append((["plot", str(damaged), "--out", str(tmp_path / "p")], "metrics.npz is damaged"))
+    for args, needle in cases:
+        try:
+            code, _, err = run_cli([*args, "--out", str(tmp_path)] if args[0] == "train" else args,
+                                   capsys)  # fmt: skip
+        except SystemExit as exit_:  # argparse's own refusal
+            code, err = exit_.code, capsys.readouterr().err
+        assert code == 2, (args, err)
+        assert needle in err and "Traceback" not in err, (args, err)
+    assert (finished_run / "metrics.npz").read_bytes() == before

@@ -107,6 +107,18 @@ class MatrixGame(Environment[MatrixGameState, MatrixGameParams]):
             num_rounds=self._num_rounds,
         )
 
+    def validate_params(self, params: MatrixGameParams) -> None:
+        """At least one round, and a payoff table of `payoff_shape`."""
+        rounds = np.asarray(params.num_rounds)
+        if (rounds < 1).any():
+            raise ValueError(f"num_rounds must be >= 1 (1: a one-shot game), got {rounds.tolist()}")
+        shape = np.shape(params.payoffs)
+        if tuple(shape) != self.payoff_shape:
+            raise ValueError(
+                f"payoffs must have shape {self.payoff_shape} (agents x actions per agent), got "
+                f"{tuple(shape)}"
+            )
+
     def param_ranges(self) -> dict[str, tuple[float, float]]:
         """Any payoff table and a few rounds give a valid game (see `Environment.param_ranges`)."""
         return {"payoffs": (-10.0, 10.0), "num_rounds": (1, 6)}

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import os
 import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -738,23 +739,30 @@ def load_run(run_dir: PathLike) -> RunData:
 
     Raises:
       FileNotFoundError: a missing file is named.
+      ValueError: a damaged config.json or metrics.npz (e.g. truncated), named.
     """
     run_dir = Path(run_dir)
     for name in ("config.json", "metrics.npz"):
         if not (run_dir / name).exists():
             raise FileNotFoundError(f"{run_dir} is not a run directory: {name} is missing")
-    config = json.loads((run_dir / "config.json").read_text())
-    exp = config.get("experiment", {})
-    algo = exp.get("algo", run_dir.name)
-    settings = config.get("resolved", {}).get("grid_settings") or [{}]
-    with np.load(run_dir / "metrics.npz") as m:
-        returns = np.asarray(m["episode_return"], np.float64)
-        steps = np.asarray(m["env_steps"])[0, 0]
-        scores = {
-            k: np.asarray(m[k], np.float64)
-            for k in task_metric_names(m.files)
-            if not k.startswith("eval/")
-        }
+    try:
+        config = json.loads((run_dir / "config.json").read_text())
+        exp = config.get("experiment", {})
+        algo = exp.get("algo", run_dir.name)
+        settings = config.get("resolved", {}).get("grid_settings") or [{}]
+        with np.load(run_dir / "metrics.npz") as m:
+            returns = np.asarray(m["episode_return"], np.float64)
+            steps = np.asarray(m["env_steps"])[0, 0]
+            scores = {
+                k: np.asarray(m[k], np.float64)
+                for k in task_metric_names(m.files)
+                if not k.startswith("eval/")
+            }
+    except (ValueError, KeyError, IndexError, EOFError, AttributeError, zipfile.BadZipFile) as err:
+        raise ValueError(
+            f"{run_dir} cannot be read: its config.json or metrics.npz is damaged "
+            f"({type(err).__name__}: {str(err)[:120]})"
+        ) from None
     if returns.ndim > 3:  # per-agent returns [G, S, U, A]: the mean over agents
         returns = returns.reshape(*returns.shape[:3], -1).mean(axis=-1)
     labels = []

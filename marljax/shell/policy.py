@@ -126,9 +126,8 @@ def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
     if not os.path.isdir(ckpt_dir):
         raise FileNotFoundError(f"{run_dir} has no checkpoints/ folder: {fix}")
     G, S = len(built.settings), exp.seeds
-    keys = np.tile(
-        np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + S))), (G, 1)
-    )
+    seeds = jnp.arange(exp.seed, exp.seed + S)
+    keys = np.tile(np.asarray(jax.vmap(jax.random.PRNGKey)(seeds)), (G, 1))
     hparams = jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
     like = ex.state_like(built.trainer, keys, hparams, env_params=built.env_params)
     with Checkpointer(ckpt_dir, read_only=True) as ckpt:  # never cleans a writer's save
@@ -177,11 +176,8 @@ def _setting_index(run: _Run, setting: Any) -> int:
         if 0 <= setting < len(settings):
             return int(setting)
         raise ValueError(f"setting {setting} is not in {run.run_dir}; its settings: {listed}")
-    wanted = (
-        cfg.parse_assignments(setting.split(","), "--setting")
-        if isinstance(setting, str)
-        else dict(setting)
-    )
+    wanted = dict(setting) if not isinstance(setting, str) else (
+        cfg.parse_assignments(setting.split(","), "--setting"))  # fmt: skip
     for g, s in enumerate(settings):
         try:
             same = set(s) == set(wanted) and all(
@@ -451,10 +447,12 @@ def crossplay_runs(
     _check_same_spaces(a.built.env, a.built.env_params, b.built.env, b.built.env_params,
                        a.exp.env, b.exp.env)  # fmt: skip
     env, params = a.built.env, a.built.env_params
-    mine = np.zeros(env.num_agents, bool)
-    mine[list(roles_a)] = True
-    if mine.all() or not mine.any():
-        raise ValueError(f"roles_a={list(roles_a)} must name some but not all of the agents")
+    mine = np.isin(np.arange(env.num_agents), list(roles_a))
+    if mine.all() or not mine.any() or not set(roles_a) <= set(range(env.num_agents)):
+        raise ValueError(
+            f"roles_a={list(roles_a)} must name some but not all of the agents "
+            f"0..{env.num_agents - 1}"
+        )
     ga, gb = _setting_index(a, setting_a), _setting_index(b, setting_b)
     _check_finite(a, ga, list(range(a.exp.seeds)))
     _check_finite(b, gb, list(range(b.exp.seeds)))

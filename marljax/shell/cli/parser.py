@@ -7,6 +7,17 @@ import dataclasses
 from typing import Any
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (0 or a negative count is refused, not ignored)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _field_help(obj: Any) -> str:
     return ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in dataclasses.fields(obj))
 
@@ -265,13 +276,13 @@ def _add_eval_parser(sub) -> None:
         "RUN_B.",
     )
     ev.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (train or sweep)")
-    ev.add_argument("--episodes", type=int, default=None,
+    ev.add_argument("--episodes", type=positive_int, default=None,
                     help="episodes per seed (default: the run's eval_episodes)")  # fmt: skip
     ev.add_argument("--env", default=None,
                     help="evaluate on another env id with the same spaces")  # fmt: skip
     ev.add_argument("--setting", default=None,
                     help="a sweep's setting, as an index or lr=3e-4,... (default: the best)")  # fmt: skip
-    ev.add_argument("--max-steps", type=int, default=None,
+    ev.add_argument("--max-steps", type=positive_int, default=None,
                     help="step budget of one evaluation (default: the env's max_steps)")  # fmt: skip
     ev.add_argument("--crossplay", default=None, metavar="RUN_B",
                     help="cross-play with another run directory's seeds")  # fmt: skip
@@ -293,7 +304,7 @@ def _add_render_parser(sub) -> None:
     rd.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (train or sweep)")
     rd.add_argument("--seed", type=int, default=0,
                     help="PRNG seed of the episode (reset and sampling; default 0)")  # fmt: skip
-    rd.add_argument("--max-steps", type=int, default=None,
+    rd.add_argument("--max-steps", type=positive_int, default=None,
                     help="step budget of the episode (default: the env's max_steps)")  # fmt: skip
     rd.add_argument("--fps", type=float, default=5, help="frames per second (default 5)")
     rd.add_argument("--out", default=None, metavar="PATH",
