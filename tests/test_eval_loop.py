@@ -3,6 +3,7 @@ directories (`load_policy`, `evaluate_run`, `marljax eval`), cross-play of two r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import jax
@@ -306,3 +307,40 @@ def test_a_warmup_longer_than_the_run_is_named(algo, name):
         else exp.replace(hparams={name: 512})
     )
     assert not [n for n in schedule_notes(build(under)) if n.startswith(name)]
+
+
+def test_a_sweep_logs_one_series_per_setting(tmp_path):
+    """TensorBoard/W&B in a sweep: each setting its own series `<label>/<metric>` (the mean over
+    its seeds), or per seed when asked; one unlabelled series for a single run."""
+    metrics = {
+        "episode_return": np.array([[1.0, 2.0], [3.0, 4.0], [10.0, 20.0], [30.0, np.nan]]),
+        "env_steps": np.array([[8, 16]] * 4),
+    }
+    info = Chunk(2, 2, 0, metrics, metrics, 1.0, 1.0)
+    series = loggers.sweep_series(["lr=0.001", "lr=0.01"], seeds=2)
+    rows = dict(loggers.tagged_updates(info, series))
+    assert rows[8] == {"lr=0.001/episode_return": 2.0, "lr=0.01/episode_return": 20.0}
+    assert rows[16] == {"lr=0.001/episode_return": 3.0, "lr=0.01/episode_return": 20.0}
+    per_seed = dict(loggers.tagged_updates(info, loggers.sweep_series(["a", "b"], 2, True)))
+    assert per_seed[16] == {"a/seed_0/episode_return": 2.0, "a/seed_1/episode_return": 4.0,
+                            "b/seed_0/episode_return": 20.0}  # fmt: skip
+    assert loggers.sweep_series([""], seeds=2) is None
+    assert dict(loggers.tagged_updates(info, None))[8] == {"episode_return": 11.0}
+
+
+def test_wandb_without_a_login_is_refused_before_compile(tmp_path, monkeypatch):
+    from marljax.core import config as cfg
+
+    for name in ("WANDB_MODE", "WANDB_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    monkeypatch.setenv("NETRC", str(tmp_path / "none"))
+    exp = Experiment(algo="ippo", seeds=1, log=["wandb"], train={"total_env_steps": 16},
+                     out_dir=str(tmp_path / "runs"))  # fmt: skip
+    if importlib.util.find_spec("wandb") is None:
+        pytest.skip("wandb is not installed (the missing package is its own message)")
+    with pytest.raises(cfg.ConfigError, match="wandb login"):
+        run_experiment(exp, progress=False)
+    assert not os.path.exists(tmp_path / "runs")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert loggers.wandb_ready()

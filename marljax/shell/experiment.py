@@ -195,7 +195,7 @@ def run_experiment(
             if tuner is not None:
                 cbs.append(lambda c: outputs.write_tune_events(run_dir, tuner.events))
             cbs.append(lambda c: box[0].save(c.done, c.state()) if box[0] is not None else None)
-            cbs.extend(_loggers(run_dir, exp, stack))
+            cbs.extend(_loggers(run_dir, built, stack))
         if progress and jax.process_index() == 0:
             done0 = 0 if start is None else start.done
             bar = ex.progress_bar(f"{exp.algo} {exp.env}", exp.train.num_updates, done0)
@@ -228,8 +228,11 @@ def run_experiment(
 
 
 def _check_loggers(names: tuple) -> None:
-    """A missing optional logger package, named with the fix, before anything runs."""
+    """A missing optional logger package or W&B login, named with the fix, before anything
+    runs."""
     import importlib.util
+
+    from marljax.shell.loggers import wandb_ready
 
     for name in names:
         module = LOGGERS[name]
@@ -238,20 +241,28 @@ def _check_loggers(names: tuple) -> None:
                 f"the {name} logger needs the package {module!r}, which is not installed: "
                 f'pip install "marljax[log]"'
             )
+    if "wandb" in names and not wandb_ready():
+        raise cfg.ConfigError(
+            "the wandb logger needs a login before the run starts: run `wandb login`, set "
+            "WANDB_API_KEY, or WANDB_MODE=offline (logs locally; `wandb sync` uploads later)"
+        )
 
 
-def _loggers(run_dir: str, exp: Experiment, stack: contextlib.ExitStack) -> list[Callable]:
-    """The run directory's loggers: `progress.csv`, then `exp.log`'s, opened at the first
-    chunk (after the directory exists) and closed with `stack`."""
+def _loggers(run_dir: str, built: Built, stack: contextlib.ExitStack) -> list[Callable]:
+    """The run directory's loggers: `progress.csv`, then `exp.log`'s (one series per setting
+    in a sweep), opened at the first chunk (after the directory exists), closed with `stack`."""
     from marljax.shell import loggers
 
+    exp = built.exp
     out: list[Callable] = [loggers.CSVLogger(os.path.join(run_dir, "progress.csv"))]
+    series = loggers.sweep_series(outputs.setting_labels(built), exp.seeds)
     for name in exp.log:
         if name == "tensorboard":
-            make = lambda: loggers.TensorBoardLogger(os.path.join(run_dir, "tensorboard"))  # noqa: E731
+            make = lambda: loggers.TensorBoardLogger(  # noqa: E731
+                os.path.join(run_dir, "tensorboard"), series=series)  # fmt: skip
         else:
             make = lambda: loggers.WandbLogger(  # noqa: E731
-                project="marljax", name=os.path.basename(run_dir), dir=run_dir,
+                series, project="marljax", name=os.path.basename(run_dir), dir=run_dir,
                 config=Experiment.to_dict(exp),
             )  # fmt: skip
         out.append(_lazy(make, stack))

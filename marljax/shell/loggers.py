@@ -17,7 +17,9 @@ x-axis is the env steps per run.
 - `WandbLogger`: the same to Weights & Biases (`pip install "marljax[log]"`); `mode="offline"`
   writes locally without an account (`wandb sync` uploads later).
 
-Per-agent metrics (`[R, n, A]`) are logged as their mean over agents.
+Per-agent metrics (`[R, n, A]`) are logged as their mean over agents. In a sweep the TensorBoard
+and W&B loggers write one series per setting, tagged `"<setting label>/<metric>"` (the mean over
+its seeds; `sweep_series(..., per_seed=True)` for one per seed), so settings can be compared.
 """
 
 from __future__ import annotations
@@ -34,16 +36,42 @@ import numpy as np
 from marljax.training.execute import Chunk
 
 
-def update_means(info: Chunk) -> Iterator[tuple[int, int, dict[str, float]]]:
+def update_means(info: Chunk, runs: Any = None) -> Iterator[tuple[int, int, dict[str, float]]]:
     """`(update, env_steps per run, {metric: mean over runs})` for each update of the chunk
-    that has a value, skipping metrics with no value in that update."""
-    steps = info.metrics.get("env_steps")
-    means = _run_means(info.metrics)
+    that has a value, skipping metrics with no value in that update (`runs`: only these)."""
+    metrics = info.metrics if runs is None else {
+        k: np.asarray(v)[list(runs)] for k, v in info.metrics.items()}  # fmt: skip
+    steps = metrics.get("env_steps")
+    means = _run_means(metrics)
     for i in range(info.done - info.first):
         row = {k: float(v[i]) for k, v in means.items() if np.isfinite(v[i])}
         env_steps = int(np.max(steps[:, i])) if steps is not None else info.first + i + 1
         if row:
             yield info.first + i + 1, env_steps, row
+
+
+def tagged_updates(info: Chunk, series: Any = None) -> Iterator[tuple[int, dict[str, float]]]:
+    """`(env_steps, {tag: value})` per update of the chunk: with `series`, every metric once per
+    label as `"<label>/<metric>"` (the mean over that label's runs); without, `"<metric>"`."""
+    rows: dict[int, dict[str, float]] = {}
+    for label, runs in [("", None)] if series is None else series:
+        for _, env_steps, row in update_means(info, runs):
+            tags = {f"{label}/{k}" if label else k: v for k, v in row.items()}
+            rows.setdefault(env_steps, {}).update(tags)
+    yield from sorted(rows.items())
+
+
+def sweep_series(labels: list[str], seeds: int, per_seed: bool = False) -> Any:
+    """The series of a sweep's runs (run `r = g * S + s`): one per setting label, or with
+    `per_seed` one per setting and seed (`"<label>/seed_<s>"`); None for one unlabelled run."""
+    if len(labels) <= 1 and not per_seed:
+        return None
+    names = [lab or f"setting_{g}" for g, lab in enumerate(labels)]
+    if per_seed:
+        return [
+            (f"{n}/seed_{s}", [g * seeds + s]) for g, n in enumerate(names) for s in range(seeds)
+        ]
+    return [(n, [g * seeds + s for s in range(seeds)]) for g, n in enumerate(names)]
 
 
 def _run_means(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -143,21 +171,40 @@ def _require(module: str, what: str) -> Any:
         ) from err
 
 
+def wandb_ready() -> bool:
+    """Whether a W&B run can start without asking for a login: `WANDB_MODE` offline or
+    disabled, `WANDB_API_KEY` set, or a stored login (`wandb login` writes it to ~/.netrc)."""
+    import netrc
+    import urllib.parse
+
+    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun"):
+        return True
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    url = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+    try:
+        return netrc.netrc().authenticators(urllib.parse.urlparse(url).hostname or "") is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
 class TensorBoardLogger:
     """Scalars per update to TensorBoard event files in `logdir` (`tensorboard --logdir`).
 
     Args:
       logdir: the folder of the event files.
       prefix: put before every tag (e.g. the run's name).
+      series: one series per label (`sweep_series`: a sweep's settings, tags
+        `"<label>/<metric>"`); None: the mean over every run.
     """
 
-    def __init__(self, logdir: str | os.PathLike, prefix: str = ""):
+    def __init__(self, logdir: str | os.PathLike, prefix: str = "", series: Any = None):
         tbx = _require("tensorboardX", "TensorBoardLogger")
         self.writer = tbx.SummaryWriter(os.fspath(logdir))
-        self.prefix = prefix
+        self.prefix, self.series = prefix, series
 
     def __call__(self, info: Chunk) -> None:
-        for _, env_steps, row in update_means(info):
+        for env_steps, row in tagged_updates(info, self.series):
             for name, value in row.items():
                 self.writer.add_scalar(self.prefix + name, value, env_steps)
         self.writer.flush()
@@ -170,22 +217,34 @@ class WandbLogger:
     """Scalars per update to a Weights & Biases run (`wandb.init(**kwargs)`).
 
     Args:
+      series: one series per label (`sweep_series`), keys `"<label>/<metric>"`; None: the mean
+        over every run.
       **init: arguments of `wandb.init`, e.g. `project="marl"`, `config={...}`,
         `mode="offline"` (no account or network needed; `wandb sync` uploads later).
     """
 
-    def __init__(self, **init: Any):
+    def __init__(self, series: Any = None, **init: Any):
         wandb = _require("wandb", "WandbLogger")
+        self.series = series
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             self.run = wandb.init(**init)
 
     def __call__(self, info: Chunk) -> None:
-        for _, env_steps, row in update_means(info):
+        for env_steps, row in tagged_updates(info, self.series):
             self.run.log({**row, "env_steps": env_steps}, step=env_steps)
 
     def close(self) -> None:
         self.run.finish()
 
 
-__all__ = ["CSVLogger", "TensorBoardLogger", "WandbLogger", "read_csv", "update_means"]
+__all__ = [
+    "CSVLogger",
+    "TensorBoardLogger",
+    "WandbLogger",
+    "read_csv",
+    "sweep_series",
+    "tagged_updates",
+    "update_means",
+    "wandb_ready",
+]
