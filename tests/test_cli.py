@@ -714,3 +714,27 @@ def test_user_errors_of_the_third_probe_are_messages(tmp_path, finished_run, cap
         assert code == 2, (args, err)
         assert needle in err and "Traceback" not in err, (args, err)
     assert (finished_run / "metrics.npz").read_bytes() == before
+
+
+def test_the_readme_reproduce_line_makes_a_new_run(tmp_path, finished_run, capsys):
+    """`marljax train --config RUN/config.json` reproduces the run in a new directory (the
+    stored name is the old run's), with the same numbers."""
+    code, out, err = run_cli(
+        ["train", "--config", str(finished_run / "config.json"), "--out", str(tmp_path)], capsys
+    )
+    assert code == 0, err
+    (new,) = [p for p in tmp_path.iterdir() if (p / "metrics.npz").exists()]
+    old, again = np.load(finished_run / "metrics.npz"), np.load(new / "metrics.npz")
+    np.testing.assert_array_equal(again["episode_return"], old["episode_return"])
+
+
+def test_eval_accepts_the_setting_label_it_prints(tmp_path, capsys):
+    """A sweep's labels print 6 significant digits (`lr=0.000346396`); `--setting` takes them."""
+    from marljax.shell.policy import _label, _read, _setting_index
+
+    code, _, err = run_cli(["sweep", *SMALL_ARGS, "--sample", "lr=log:1e-4:1e-2", "--num-samples",
+                            "2", "--out", str(tmp_path), "--name", "sw"], capsys)  # fmt: skip
+    assert code == 0, err
+    run = _read(tmp_path / "sw")
+    for g, setting in enumerate(run.built.settings):
+        assert _setting_index(run, _label(setting)) == g

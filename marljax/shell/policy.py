@@ -180,9 +180,10 @@ def _setting_index(run: _Run, setting: Any) -> int:
         cfg.parse_assignments(setting.split(","), "--setting"))  # fmt: skip
     for g, s in enumerate(settings):
         try:
-            same = set(s) == set(wanted) and all(
-                math.isclose(float(s[k]), float(wanted[k]), rel_tol=1e-6) for k in s
-            )
+            same = set(s) == set(wanted) and all(  # to float tolerance, or as printed (%g)
+                math.isclose(a := float(s[k]), b := float(wanted[k]), rel_tol=1e-6)
+                or f"{a:g}" == f"{b:g}" for k in s
+            )  # fmt: skip
         except (TypeError, ValueError):
             same = False
         if same:

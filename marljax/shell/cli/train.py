@@ -137,8 +137,11 @@ def _read_experiment(path: str) -> dict:
         ) from None
     from marljax.shell.spec import experiment_mapping
 
-    data = dict(experiment_mapping(data))  # a run's config.json: its format version checked
+    run_config = "experiment" in data  # a run's config.json: its format version checked
+    data = dict(experiment_mapping(data))
     data.pop("check_finite", None)  # a choice of each invocation, not of the run
+    if run_config:  # reproducing a run makes a new run directory, not a clash with the old one
+        data.pop("name", None)
     return data
 
 
