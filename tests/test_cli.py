@@ -738,3 +738,27 @@ def test_eval_accepts_the_setting_label_it_prints(tmp_path, capsys):
     run = _read(tmp_path / "sw")
     for g, setting in enumerate(run.built.settings):
         assert _setting_index(run, _label(setting)) == g
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [('{"train": [1]}', "experiment.train must be a mapping"),
+     ('{"format_version": 2, "experiment": {"algo": ["x"]}}', "experiment.algo must be an algorithm name"),
+     ('{"hparams": [1]}', "hparams must be a mapping")],
+)  # fmt: skip
+def test_a_wrong_schema_config_names_the_key(tmp_path, capsys, config, needle):
+    path = tmp_path / "c.json"
+    path.write_text(config)
+    code, _, err = run_cli(["train", "--config", str(path), "--steps", "64", "--out", str(tmp_path)],
+                           capsys)  # fmt: skip
+    assert code == 2 and needle in err and "Traceback" not in err, err
+
+
+def test_resume_without_checkpoints_says_it_starts_again(tmp_path, finished_run, capsys):
+    import shutil
+
+    run = tmp_path / "nockpt"
+    shutil.copytree(finished_run, run)
+    shutil.rmtree(run / "checkpoints")
+    code, _, err = run_cli(["train", "--resume", str(run), "--no-progress"], capsys)
+    assert code == 0 and "has no checkpoint; training it again from update 0" in err

@@ -174,6 +174,9 @@ def run_experiment(
             if box[0] is None:
                 raise FileNotFoundError(f"Cannot resume {run_dir} with checkpoint=False")
             start = _resume_point(box[0], built, keys, hparams, run_dir)
+            if start is None:
+                print(f"marljax: resume: {run_dir} has no checkpoint; training it again from "
+                      "update 0", file=sys.stderr)  # fmt: skip
             if tuner is not None and start is not None:
                 tuner.restore(outputs.read_tune_events(run_dir), start.done)
                 hparams, start.active = tuner.hparams, tuner.active
@@ -324,7 +327,7 @@ def _check_resumable(
         raise ValueError(
             f"Cannot resume {run_dir}: its configuration differs from this one:\n  "
             + "\n  ".join(differences)
-            + ("" if allow_hparam_change else
+            + ("" if allow_hparam_change or kind != "train" else
                "\n(a change of hyperparameters only is allowed with --allow-hparam-change)")
         )  # fmt: skip
     old_steps = saved["experiment"].get("train", {}).get("total_env_steps")

@@ -8,6 +8,9 @@ from typing import Any
 
 from marljax.core import config as cfg
 
+#: the experiment keys whose values are mappings (checked before options are merged into them)
+MAPPINGS = ("train", "agent", "hparams", "env_kwargs", "grid", "sample", "tune")
+
 
 def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
     """Build an `Experiment` from parsed `train`/`sweep` arguments, once (validates everything).
@@ -24,6 +27,10 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
     if base is None:
         base = _read_experiment(args.config) if args.config else {}
     data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, kind, what in (("algo", str, "an algorithm name"), ("env", str, "an env id"),
+                            *((k, dict, "a mapping of name: value") for k in MAPPINGS)):  # fmt: skip
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise cfg.ConfigError(f"experiment.{key} must be {what}, got {data[key]!r}")
     for flag, key in (("algo", "algo"), ("env", "env"), ("preset", "preset"), ("seeds", "seeds"),
                       ("seed", "seed"), ("out", "out_dir"), ("name", "name"),
                       ("devices", "devices"), ("layout", "layout"), ("opponents", "opponents"),
@@ -45,14 +52,14 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
         value = sets.pop(key)
         if not key[4:]:
             raise cfg.ConfigError(f"--set expects env.KEY=VALUE, got {key}={value!r}")
-        data.setdefault("env_kwargs", {})[key[4:]] = _env_value(value)
+        data["env_kwargs"] = {**(data.get("env_kwargs") or {}), key[4:]: _env_value(value)}
     routed = cfg.route_assignments(sets, groups, f"--set (algo {algo})", ("env.<option>",))
     data.update(routed.pop("run"))
     for group, values in routed.items():
         if values:
-            data.setdefault(group, {}).update(values)
+            data[group] = {**(data.get(group) or {}), **values}
     if args.steps is not None:
-        data.setdefault("train", {})["total_env_steps"] = args.steps
+        data["train"] = {**(data.get("train") or {}), "total_env_steps": args.steps}
     grid = _assignments_once(args.grid, "--grid")
     if grid:
         data["grid"] = {k: [v for v in vals.split(",") if v.strip()] for k, vals in grid.items()}
