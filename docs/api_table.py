@@ -26,6 +26,8 @@ CONSTANTS = {
     "update (NaN if none).",
     "PARAMETER_MODES": "The parameter modes every agent supports: `shared`, `shared_id`, "
     "`independent`.",
+    "ExtraLoss": "`extra_loss(params, batch, hparams) -> scalar`: a term added to a learner's "
+    "loss, reported as the metric `extra_loss`.",
     "RESUMABLE_KEYS": "Experiment keys a resume may change (with the budget); not hashed.",
     "__version__": "The package version.",
 }

@@ -172,9 +172,29 @@ __all__ = [
     "init_per_agent",
     "data_mean",
     "data_shards",
+    "ExtraLoss",
+    "add_extra_loss",
     "make_optimizer",
     "shuffled_minibatches",
 ]
+
+
+#: `extra_loss(params, batch, hparams) -> scalar`: a term added to a learner's loss (an auxiliary
+#: loss of a paper's method) and reported as the metric `extra_loss`. `params` and `batch` are the
+#: learner's own: PPO's `(actor, critic)` parameters and minibatch dict (`ppo.agent.rollout_batch`
+#: keys), a value learner's parameters (`{"agent", "mixer"}`) and replay batch.
+ExtraLoss = Callable[[Any, Any, Any], Array]
+
+
+def add_extra_loss(total: Array, metrics: dict, extra_loss: ExtraLoss | None, params, batch, hp):
+    """`(total + extra_loss(params, batch, hp), metrics + {"extra_loss"})`; unchanged when
+    `extra_loss` is None (the learner's program is then exactly the plain one)."""
+    if extra_loss is None:
+        return total, metrics
+    extra = jnp.asarray(extra_loss(params, batch, hp), jnp.float32)
+    if extra.shape != ():
+        raise ValueError(f"extra_loss must return a scalar, got shape {extra.shape}")
+    return total + extra, {**metrics, "extra_loss": extra}
 
 
 def shuffled_minibatches(key: Array, tree: Any, num_minibatches: int) -> Any:

@@ -52,6 +52,8 @@ class PPOParts(NamedTuple):
     #: one critic for all agents without an agent id, whatever the actors' parameter mode
     #: (HAPPO's centralised V(s), `marljax.agents.happo`); PPO's critic follows the actors'
     shared_critic: bool = False
+    #: an auxiliary loss term added to the PPO loss (`marljax.agents.common.ExtraLoss`)
+    extra_loss: Any = None
 
     @property
     def add_id(self) -> bool:
@@ -267,7 +269,7 @@ def minibatch_loss(
         actor_p, mb["x_actor"], out, mb["actions"], mb["mask"], mb["extras"], mb["resets"], step
     )
     _, v = apply_critic(parts, critic_p, mb_carry.critic, mb["x_critic"], mb["resets"])
-    return ppo_loss(
+    total, metrics = ppo_loss(
         log_prob,
         mb["old_log_prob"],
         mb["advantages"],
@@ -282,6 +284,7 @@ def minibatch_loss(
         normalize_advantages=parts.config.normalize_advantages,
         axis_name=parts.axis_name,
     )
+    return common.add_extra_loss(total, metrics, parts.extra_loss, params, mb, hp)
 
 
 def rollout_batch(
@@ -407,6 +410,7 @@ def make_ppo(
     *,
     policy_head: heads.PolicyHead | None = None,
     advantage_transform: Any = None,
+    extra_loss: common.ExtraLoss | None = None,
 ) -> Agent:
     """Build a PPO-family agent for `env` (IPPO if `critic_input="local"`, MAPPO if "global").
 
@@ -422,6 +426,9 @@ def make_ppo(
       advantage_transform: optional `(advantages [T, E, A], traj, hparams) -> [T, E, A]`
         applied to the GAE advantages of every rollout before the PPO loss (e.g. the aligned
         advantages of `marljax.population.make_aa_ppo`); default none.
+      extra_loss: `extra_loss((actor, critic) params, minibatch, hparams) -> scalar` added to
+        every minibatch's loss and reported as the metric `extra_loss` (an auxiliary loss;
+        `marljax.agents.common.ExtraLoss`); default none.
 
     Returns:
       An `Agent` (see `marljax.agents.base`). Its `act` returns `policy_info = {"log_prob": [E, A],
@@ -465,7 +472,7 @@ def make_ppo(
         policy = heads.IndependentPolicy(head)
     parts = PPOParts(
         config, A, actor, critic, head, policy, len(obs_space.shape), len(state_space.shape),
-        actor_in, critic_in, advantage_transform,
+        actor_in, critic_in, advantage_transform, extra_loss=extra_loss,
     )  # fmt: skip
     return Agent(
         init=functools.partial(init, parts),
@@ -477,8 +484,14 @@ def make_ppo(
         check_batch=functools.partial(check_batch, config),
         config=config,
         rebuild=lambda c: make_ppo(
-            c, env, env_params, networks, policy_head=head, advantage_transform=advantage_transform
-        ),
+            c,
+            env,
+            env_params,
+            networks,
+            policy_head=head,
+            advantage_transform=advantage_transform,
+            extra_loss=extra_loss,
+        ),  # fmt: skip
     )
 
 

@@ -50,6 +50,8 @@ class QParts(NamedTuple):
     loss: Callable[..., tuple[Array, dict]]
     metric_names: tuple[str, ...]
     loss_uses_key: bool
+    #: an auxiliary loss term added to `loss` (`marljax.agents.common.ExtraLoss`)
+    extra_loss: Any = None
 
 
 def optimizer(config: QConfig, hp: QHParams, grad_steps: Array) -> optax.GradientTransformation:
@@ -183,9 +185,12 @@ def gradient_step(parts: QParts, hp: QHParams, axis_name: str | None, carry, bat
     nets, config = parts.nets, parts.config
     params, target_params, opt_state, grad_steps = carry
     extra = {"key": jax.random.fold_in(key, 1)} if parts.loss_uses_key else {}
-    (_, metrics), grads = jax.value_and_grad(
-        lambda p: parts.loss(nets, p, target_params, batch, hp, **extra), has_aux=True
-    )(params)
+
+    def total_loss(p):
+        total, metrics = parts.loss(nets, p, target_params, batch, hp, **extra)
+        return common.add_extra_loss(total, metrics, parts.extra_loss, p, batch, hp)
+
+    (_, metrics), grads = jax.value_and_grad(total_loss, has_aux=True)(params)
     grads = common.data_mean(grads, axis_name)
     tx = optimizer(config, hp, grad_steps)
     updates, opt_state = tx.update(grads, opt_state, params)
@@ -308,6 +313,7 @@ def make_q_learner(
     loss_uses_key: bool = False,
     default_hparams: type = QHParams,
     rebuild: Callable[[QConfig], Agent] | None = None,
+    extra_loss: common.ExtraLoss | None = None,
 ) -> Agent:
     """Build an IQL / VDN / QMIX agent for `env` (discrete actions).
 
@@ -329,6 +335,9 @@ def make_q_learner(
       default_hparams: the traced hyperparameters' class (a `QHParams`; e.g. `QTRANHParams`).
       rebuild: `rebuild(config) -> Agent`, the same algorithm from another config (default:
         `make_q_learner` with these arguments); another algorithm passes its own factory.
+      extra_loss: `extra_loss(params, replay batch, hparams) -> scalar` added to `loss` at
+        every gradient step and reported as the metric `extra_loss` (an auxiliary loss;
+        `marljax.agents.common.ExtraLoss`); default none.
 
     Returns:
       An `Agent`. `act` is epsilon-greedy, or the masked argmax of Q with `greedy=True`; its
@@ -349,7 +358,8 @@ def make_q_learner(
             f"(max_steps = {max_steps}); use a sequence_len <= {max_steps}"
         )
     replay = make_replay(config.buffer_size, config.batch_size)
-    parts = QParts(config, nets, replay, loss, tuple(metric_names), loss_uses_key)
+    names = tuple(metric_names) + (("extra_loss",) if extra_loss is not None else ())
+    parts = QParts(config, nets, replay, loss, names, loss_uses_key, extra_loss)
     if rebuild is None:  # the same learner, from another config
         rebuild = lambda c: make_q_learner(  # noqa: E731
             c,
@@ -360,6 +370,7 @@ def make_q_learner(
             metric_names=metric_names,
             loss_uses_key=loss_uses_key,
             default_hparams=default_hparams,
+            extra_loss=extra_loss,
         )
     return Agent(
         init=functools.partial(init, parts),
