@@ -1067,8 +1067,9 @@ def plot_lineage(
     """A tuning run's lineage figure (`marljax.shell.tune`), for one population.
 
     PBT: a panel per tuned hyperparameter, each run's value over the updates (a copy is a
-    jump), the best run's schedule in bold. Successive halving and random search: the runs'
-    curves of the ranking metric, a cross where halving stopped a run.
+    jump), the best run's schedule in bold, and the runs' curves of the ranking metric.
+    Successive halving and random search: the runs' curves, a cross where halving stopped a
+    run.
 
     Args:
       path: the PNG to write.
@@ -1083,9 +1084,18 @@ def plot_lineage(
     events = tuner.events
     names = list(tuner.space)
     pbt = any(e.get("copies") for e in events)
+    flat = np.asarray(values, np.float64)
+    flat = flat.reshape(flat.shape[0] * flat.shape[1], flat.shape[2], -1).mean(-1)
     if pbt:
-        fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.6 * len(names)), squeeze=False)
-        for ax, name in zip(axes[:, 0], names):
+        fig, axes = plt.subplots(len(names) + 1, 1, figsize=(7, 2.6 * (len(names) + 1)),
+                                 squeeze=False)  # fmt: skip
+        best = int(schedule[-1]["run"]) if schedule else -1
+        for r in members:  # the runs' curves: a copy continues its donor's state
+            curve = fill_forward(flat[r])
+            bold = dict(color="C0", lw=2.2, label="best run") if r == best else dict(color="0.7")
+            axes[-1, 0].plot(np.arange(1, len(curve) + 1), curve, **bold)
+        axes[-1, 0].set_ylabel(tuner.metric)
+        for ax, name in zip(axes[:-1, 0], names):
             for r in members:
                 xs = [0] + [int(e["update"]) for e in events] + [total]
                 ys = [float(np.asarray(getattr(tuner.initial, name))[r])]
@@ -1102,8 +1112,6 @@ def plot_lineage(
         axes[0, 0].set_title(f"PBT lineage, population {population}")
     else:
         fig, ax = plt.subplots(figsize=(7, 3.6))
-        flat = np.asarray(values, np.float64)
-        flat = flat.reshape(flat.shape[0] * flat.shape[1], flat.shape[2], -1).mean(-1)
         stopped = {r: int(e["update"]) for e in events for r in e.get("stopped", [])}
         for i, r in enumerate(members):
             curve = fill_forward(flat[r])
