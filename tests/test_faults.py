@@ -462,3 +462,26 @@ def test_no_space_while_writing_metrics_or_config_keeps_the_previous_file(tmp_pa
     with np.load(tmp_path / "metrics.npz") as m:
         np.testing.assert_array_equal(m["x"], np.arange(3))
     assert sorted(os.listdir(tmp_path)) == ["config.json", "metrics.npz"]
+
+
+def test_a_full_disk_at_the_first_write_leaves_no_half_run(tmp_path, monkeypatch):
+    """The disk fills while a new run's config.json is written: the error names the path, no
+    directory is left (a half-run with only manifest.json could neither resume nor restart),
+    and the same command then succeeds."""
+    from marljax.shell import rundir
+
+    real = rundir.json.dump
+
+    def no_space(obj, f, **kwargs):
+        if str(f.name).endswith("config.json.tmp"):
+            raise OSError(errno.ENOSPC, "No space left on device", f.name)
+        return real(obj, f, **kwargs)
+
+    run = tmp_path / "runs" / "r"
+    monkeypatch.setattr(rundir.json, "dump", no_space)
+    with pytest.raises(OSError, match=r"No space left on device: .*config.json.tmp.*left behind"):
+        rundir.create(str(run), "train", {"x": 1}, {"experiment": {"algo": "ippo"}})
+    assert not run.exists()
+    monkeypatch.undo()
+    rundir.create(str(run), "train", {"x": 1}, {"experiment": {"algo": "ippo"}})
+    assert sorted(os.listdir(run)) == ["config.json", "manifest.json"]

@@ -156,7 +156,6 @@ def run_experiment(
         resumed run's extended budget is written only once the lock is held."""
         if resume is None:
             rundir.create(run_dir, kind, static_part(description), description)
-            results.write_json(os.path.join(run_dir, "config.json"), description)
         stack.enter_context(rundir.lock(run_dir))
         if resume is not None and extended is not None:
             results.write_json(os.path.join(run_dir, "config.json"), extended)

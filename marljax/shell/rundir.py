@@ -55,8 +55,9 @@ def config_hash(static: dict[str, Any]) -> str:
 def create(
     run_dir: str, kind: str, static: dict[str, Any], config: dict[str, Any] | None = None
 ) -> None:
-    """Make `run_dir` for a new run of `kind` and write its manifest first (with `config`, the
-    config.json about to be written: its `frozen_part` and hash, checked by `verify`).
+    """Make `run_dir` for a new run of `kind`: its manifest first, then (with `config`) its
+    config.json, whose `frozen_part` and hash the manifest keeps (`verify`). If a write fails
+    (e.g. no space), what was written is removed, so no half-run is left behind.
 
     Raises:
       FileExistsError: `run_dir` already holds a run's files (naming them).
@@ -65,11 +66,27 @@ def create(
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     refuse_taken(run_dir)
+    made = not os.path.exists(run_dir)
     os.makedirs(run_dir, exist_ok=True)
     manifest = {"kind": kind, "format_version": FORMAT_VERSION, "config_hash": config_hash(static)}
     if config is not None:
         manifest.update(_frozen_entry(config))
-    _write_json(os.path.join(run_dir, MANIFEST), manifest)
+    path = os.path.join(run_dir, MANIFEST)
+    try:
+        _write_json(path, manifest)
+        if config is not None:
+            _write_json(os.path.join(run_dir, "config.json"), config)
+    except OSError as err:  # e.g. a full disk: leave no half-run that neither resumes nor restarts
+        for name in (MANIFEST, MANIFEST + ".tmp", "config.json.tmp"):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(run_dir, name))
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir(run_dir)
+        raise type(err)(
+            err.errno, f"cannot write the run directory {run_dir} ({err.strerror or err}: "
+            f"{err.filename}); nothing of the run was left behind"
+        ) from None  # fmt: skip
 
 
 def _frozen_entry(config: dict[str, Any]) -> dict[str, Any]:
