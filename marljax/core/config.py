@@ -454,6 +454,12 @@ def _no_alias_loader() -> type:
     return NoAliasLoader
 
 
+def json_number(x: Any) -> float | None:
+    """`float(x)`, or None (JSON null) when it is NaN or infinite."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
 def diff(a: Any, b: Any, prefix: str = "") -> list[str]:
     """Human-readable differences between two JSON-like values."""
     if isinstance(a, dict) and isinstance(b, dict):

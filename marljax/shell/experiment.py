@@ -172,23 +172,9 @@ def run_experiment(
                     rundir.record(run_dir, json.load(f))
             if box[0] is None:
                 raise FileNotFoundError(f"Cannot resume {run_dir} with checkpoint=False")
-            start = _resume_point(box[0], built, keys, hparams, run_dir)
-            if start is None:
-                print(f"marljax: resume: {run_dir} has no checkpoint; training it again from "
-                      "update 0", file=sys.stderr)  # fmt: skip
-            if tuner is not None and start is not None:
-                tuner.restore(outputs.read_tune_events(run_dir), start.done)
-                hparams, start.active = tuner.hparams, tuner.active
+            start, hparams = _resume_start(box[0], built, keys, hparams, run_dir, tuner)
             if start is not None and start.done >= exp.train.num_updates:
-                print(
-                    f"marljax: {run_dir} is finished ({start.done} of {exp.train.num_updates} "
-                    "updates); nothing to do (--steps N extends it)",
-                    file=sys.stderr,
-                )
-                if not os.path.exists(os.path.join(run_dir, "learning_curve.png")):
-                    # killed after its last checkpoint, before the figure: draw it now
-                    outputs.write_plot(run_dir, built, _grid(start.metrics, G, S))
-                return _result(run_dir, built, start.metrics, start.state, True)
+                return _finished(run_dir, built, start)
         cbs: list = []
         if exp.check_finite and kind == "train":  # a sweep ranks non-finite runs last
             cbs.append(finite_check(built, lambda: box[0]))
@@ -227,6 +213,31 @@ def run_experiment(
     if run_dir is not None and out.finished:
         outputs.write_plot(run_dir, built, metrics)
     return _result(run_dir, built, metrics, out.state, out.finished, grid=False)
+
+
+def _resume_start(ckpt, built: Built, keys, hparams, run_dir: str, tuner: Any):
+    """`(start, hparams)` of a resume: the newest usable checkpoint (None: from update 0, said
+    on stderr) and, with a tuner, its events up to there (hparams and active runs)."""
+    start = _resume_point(ckpt, built, keys, hparams, run_dir)
+    if start is None:
+        print(f"marljax: resume: {run_dir} has no checkpoint; training it again from update 0",
+              file=sys.stderr)  # fmt: skip
+    elif tuner is not None:
+        tuner.restore(outputs.read_tune_events(run_dir), start.done)
+        hparams, start.active = tuner.hparams, tuner.active
+    return start, hparams
+
+
+def _finished(run_dir: str, built: Built, start: ex.Start) -> RunResult:
+    """A resumed run that is already finished: say so, draw its figure if a kill came between
+    its last checkpoint and the figure, and return what it has."""
+    total = built.exp.train.num_updates
+    print(f"marljax: {run_dir} is finished ({start.done} of {total} updates); nothing to do "
+          "(--steps N extends it)", file=sys.stderr)  # fmt: skip
+    if not os.path.exists(os.path.join(run_dir, "learning_curve.png")):
+        G, S = len(built.settings), built.exp.seeds
+        outputs.write_plot(run_dir, built, _grid(start.metrics, G, S))
+    return _result(run_dir, built, start.metrics, start.state, True)
 
 
 def _check_loggers(names: tuple) -> None:

@@ -23,7 +23,6 @@ to float rounding (`tied_best`) are reported as a tie, in the printed ranking an
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import warnings
 from typing import Any
@@ -277,7 +276,7 @@ def _write_summary(run_dir: str, result: SweepResult) -> None:
         "best": {
             "index": result.best_index,
             "setting": result.best_setting,
-            "score": _num(result.scores[result.best_index]),
+            "score": cfg.json_number(result.scores[result.best_index]),
             "hparams": cfg.to_dict(result.best_hparams),
             "tied_with": [g for g in result.tied if g != result.best_index],
             "tie": _tie_text(result) if len(result.tied) > 1 else None,
@@ -288,9 +287,9 @@ def _write_summary(run_dir: str, result: SweepResult) -> None:
             {
                 "index": int(g),
                 "setting": result.settings[g],
-                "score": _num(result.scores[g]),
+                "score": cfg.json_number(result.scores[g]),
                 "final_per_seed": {
-                    f"seed_{s}": _num(v) for s, v in zip(result.seeds, result.final[g])
+                    f"seed_{s}": cfg.json_number(v) for s, v in zip(result.seeds, result.final[g])
                 },
                 "non_finite_seeds": [s for s, ok in zip(result.seeds, result.finite[g]) if not ok],
             }
@@ -298,11 +297,6 @@ def _write_summary(run_dir: str, result: SweepResult) -> None:
         ],
     }
     results.write_json(os.path.join(run_dir, "sweep.json"), summary)
-
-
-def _num(x: float) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 __all__ = [

@@ -179,7 +179,6 @@ def summarise(tuner: tune.Tuner, metrics: dict, exp: Any, run_dir=None, finished
 
 
 def _write(run_dir: str, tuner: tune.Tuner, result: TuneResult, exp: Any) -> None:
-    num = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731
     summary = {
         "method": result.method,
         "tune": exp.tune,
@@ -190,7 +189,7 @@ def _write(run_dir: str, tuner: tune.Tuner, result: TuneResult, exp: Any) -> Non
                 "population": s,
                 "seed": exp.seed + s,
                 "best_setting": int(result.best_runs[s]),
-                "score": num(result.population_scores[s]),
+                "score": cfg.json_number(result.population_scores[s]),
                 "schedule": result.schedules[s],
             }
             for s in range(exp.seeds)
@@ -198,7 +197,7 @@ def _write(run_dir: str, tuner: tune.Tuner, result: TuneResult, exp: Any) -> Non
         "best": {
             "population": result.best_population,
             "hparams": result.best_hparams,
-            "score": num(result.population_scores[result.best_population]),
+            "score": cfg.json_number(result.population_scores[result.best_population]),
         },  # fmt: skip
         "lineage": tuner.lineage(),
         "initial": {

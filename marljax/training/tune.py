@@ -358,7 +358,7 @@ class Tuner:
                     values[name][run] = explore(float(values[name][donor]), dist, rng, method)
                 copies.append({
                     "run": int(run), "donor": donor, "population": p,
-                    "score": _num(scores[run]), "donor_score": _num(scores[donor]),
+                    "score": cfg.json_number(scores[run]), "donor_score": cfg.json_number(scores[donor]),
                     "hparams": {k: float(values[k][run]) for k in self.space},
                 })  # fmt: skip
         return self._event(done, values, self.active, copies, source, scores)
@@ -380,17 +380,12 @@ class Tuner:
     def _event(self, done, values, active, copies, source, scores) -> dict:
         return {
             "update": int(done),
-            "scores": [_num(s) for s in scores],
+            "scores": [cfg.json_number(s) for s in scores],
             "hparams": {k: [float(np.float32(x)) for x in v] for k, v in values.items()},
             "active": [bool(a) for a in active],
             "copies": copies,
             "_source": source,
         }
-
-
-def _num(x: float) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 __all__ = [
