@@ -32,10 +32,23 @@ defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 pe
   (`social/coin_game_partner_selection-v0`): random partners / partner selection / selection
   with reputation (return per round = 16 Coin Game steps).
 
+- the punishment paper's incentives (`incentives="dasgupta"`, from the authors' released code:
+  PD with T = 4; a fine costs its target 3 and pays the punisher +2 if the target defected, -10
+  if it cooperated; `"dasgupta_costly"`: -3 and -10): DQN pairs (none / direct punishment /
+  costly punishment / two stages without fines) and the staged population choosing partners
+  (selection / selection + punishment / selection + costly punishment), `--only Dasgupta`.
+
+`--parameter-mode independent` gives every agent its own network (the default is the learner's:
+one network with an agent id for IQL, `shared_id`); `--results FILE` writes every condition's
+per-seed metrics with the configuration (`marljax.shell.results`), from which
+`baselines/tables.py` generates the README tables.
+
     python baselines/social_mechanisms.py [--algo ippo|iql] [--seeds 32] [--steps 60000]
+        [--only FAMILIES] [--parameter-mode MODE] [--results FILE]
 """
 
 import argparse
+import time
 
 import jax
 import numpy as np
@@ -45,6 +58,7 @@ from marljax.agents.base import Observation
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.results import p_greater, write_results
 from marljax.training.train import TrainConfig
 
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family
@@ -61,6 +75,10 @@ NO_FINES_NAME = "two stages, no fines"
 PUNISH_PER_ROUND, NO_FINES_PER_ROUND = "punishment, per round", "no fines, per round"
 PER_ROUND = (PUNISH_PER_ROUND, NO_FINES_PER_ROUND)
 RANDOM, REP = {"random_partners": True}, {"reputation": True}
+#: the paper's incentives (`marljax.envs.social.INCENTIVES`): pairs, and the staged population
+DG2, DG4 = "Dasgupta pairs (2)", "Dasgupta population, stages (4)"
+PAPER, COSTLY = {"incentives": "dasgupta"}, {"incentives": "dasgupta_costly"}
+PAPER_NO_FINES = {**PAPER, **NO_FINES, "unjust_cost": 0.0}
 CONDITIONS = [
     (PG4, "none", "social/public_goods-v0", {}, 10),
     (PG4, "direct punishment", "social/public_goods_punishment_2stage-v0", {}, 10),
@@ -87,6 +105,13 @@ CONDITIONS = [
     (CG4, "random partners", "social/coin_game_partner_selection-v0", {"random_partners": True}, 4),
     (CG4, "partner selection", "social/coin_game_partner_selection-v0", {}, 4),
     (CG4, "selection + reputation", "social/coin_game_partner_reputation-v0", {}, 4),
+    (DG2, "none", "social/ipd-v0", PAPER, 20),
+    (DG2, "direct punishment (+2 / -10)", "social/ipd_punishment_2stage-v0", PAPER, 20),
+    (DG2, "costly punishment (-3 / -10)", "social/ipd_punishment_2stage-v0", COSTLY, 20),
+    (DG2, NO_FINES_NAME, "social/ipd_punishment_2stage-v0", PAPER_NO_FINES, 20),
+    (DG4, "partner selection", "social/ipd_staged-v0", PAPER, 20),
+    (DG4, "selection + punishment (+2 / -10)", "social/ipd_staged_punishment-v0", PAPER, 20),
+    (DG4, "selection + costly punishment", "social/ipd_staged_punishment-v0", COSTLY, 20),
 ]
 
 #: per algorithm: (static agent settings, traced hparams)
@@ -116,10 +141,14 @@ def run_condition(
     out: str,
     key: jax.Array,
     per_round: bool = False,
+    parameter_mode: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Train `seeds` runs in one program; the trained policies' social metrics per seed.
-    `per_round`: two env steps per round, learner scaled to match (`PER_ROUND`)."""
+    `per_round`: two env steps per round, learner scaled to match (`PER_ROUND`);
+    `parameter_mode`: the learner's (default: its own default)."""
     agent, hparams = SETTINGS[algo]
+    if parameter_mode is not None:
+        agent = {**agent, "parameter_mode": parameter_mode}
     if per_round:
         steps *= 2
         hparams = {**hparams, "gamma": 0.99**0.5}
@@ -152,6 +181,7 @@ def run_condition(
 
     metrics = jax.jit(jax.vmap(evaluate))(agent_states, jax.random.split(key, seeds))
     out = {k: np.asarray(v) for k, v in metrics.items()}
+    out["parameter_mode"] = built.agent_config.parameter_mode
     if env_id == "social/ipd_punishment_2stage-v0":
         out.update(punishment_response(built, agent_states, hparams, key))
     return out
@@ -192,17 +222,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=60_000, help="env steps per seed")
     parser.add_argument("--only", default="", help="comma-separated families to run (substring)")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    parser.add_argument(
+        "--parameter-mode",
+        default=None,
+        choices=["shared", "shared_id", "independent"],
+        help="the learner's parameter sharing (default: the learner's default)",
+    )
+    parser.add_argument("--results", default=None,
+                        help="write every condition's per-seed metrics here (JSON)")  # fmt: skip
     args = parser.parse_args(argv)
     key = jax.random.PRNGKey(2026)
     control: dict[str, np.ndarray] = {}
     rates: dict[tuple[str, str], np.ndarray] = {}
+    rows: list[dict] = []
     print(f"{args.algo}, {args.seeds} seeds x {args.steps} env steps per condition")
     for family, name, env_id, options, rounds in CONDITIONS:
         if args.only and not any(s and s in family for s in args.only.split(",")):
             continue
+        start = time.perf_counter()
         m = run_condition(
-            args.algo, env_id, options, args.seeds, args.steps, args.out, key, name in PER_ROUND
-        )
+            args.algo, env_id, options, args.seeds, args.steps, args.out, key, name in PER_ROUND,
+            args.parameter_mode,
+        )  # fmt: skip
+        mode = m.pop("parameter_mode")
         rate = m["social/cooperation_rate"]
         mean, low, high = bootstrap_ci(key, rate)
         players = int(family.split("(")[1][0])
@@ -225,16 +267,23 @@ def main(argv: list[str] | None = None) -> None:
             control[family] = rate
         print(line, flush=True)
         rates[family, name] = rate
+        per_seed = {k: v for k, v in m.items() if np.ndim(v) == 1}
+        per_seed["return_per_round"] = per_round
+        rows.append({"family": family, "condition": name, "env": env_id, "env_kwargs": options,
+                     "rounds": rounds, "players": players, "parameter_mode": mode,
+                     "per_round_learner": name in PER_ROUND,
+                     "seconds": round(time.perf_counter() - start, 1), "per_seed": per_seed})  # fmt: skip
+    if args.results:
+        agent, hparams = SETTINGS[args.algo]
+        config = {"algo": args.algo, "parameter_mode": args.parameter_mode, "agent": agent,
+                  "hparams": hparams, "seeds": args.seeds, "env_steps_per_seed": args.steps,
+                  "num_envs": 16, "rollout_len": 20, "eval": {"num_steps": 200,
+                  "greedy": args.algo == "iql"}, "key": 2026}  # fmt: skip
+        write_results(args.results, "baselines/social_mechanisms.py", config, rows, argv)
     for punish, placebo in [("direct punishment", NO_FINES_NAME), PER_ROUND]:
         if (PD2, punish) in rates and (PD2, placebo) in rates:
             p = p_greater(rates[PD2, punish], rates[PD2, placebo])
             print(f"{PD2:>18} | P({punish} > {placebo}) {p:.2f}")
-
-
-def p_greater(rate: np.ndarray, other: np.ndarray) -> float:
-    """P(a seed of `rate` cooperates more than a seed of `other`), ties counted half."""
-    diff = rate[:, None] - other[None, :]
-    return float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
 
 
 if __name__ == "__main__":

@@ -378,8 +378,12 @@ def test_direct_punishment():
     # Traced params: a different fine, same program shape.
     _, ts = env.step(KEY, state, actions, params.replace(punish_fine=0.5, punish_cost=0.0))
     np.testing.assert_allclose(ts.reward, [10.0, 9.0, 10.0])
-    with pytest.raises(ValueError, match="punish_cost"):
-        marljax.make("social/public_goods_punishment-v0", punish_cost=-1.0)
+    with pytest.raises(ValueError, match="punish_cost must be finite"):
+        marljax.make("social/public_goods_punishment-v0", punish_cost=float("nan"))
+    with pytest.raises(ValueError, match="punish_fine must be >= 0"):
+        marljax.make("social/public_goods_punishment-v0", punish_fine=-1.0)
+    _, paid = marljax.make("social/public_goods_punishment-v0", punish_cost=-1.0)  # a reward
+    assert float(paid.punish_cost) == -1.0
 
 
 def test_direct_punishment_on_coin_game():
@@ -520,6 +524,70 @@ def test_pd_population_in_stages_choose_play_punish():
     control, cparams = marljax.make("social/ipd_staged-v0")
     assert int(cparams.round_len) == 1 and int(params.round_len) == 2
     assert "punished" not in control.reset(KEY, cparams)[1].extras
+
+
+@pytest.mark.parametrize(
+    "incentives, rewards",
+    # agent 0 defected and fines the cooperator, agent 1 fines the defector; both are fined 3
+    [("dasgupta", [-(-2 + 12) - 3, 2 - 3]), ("dasgupta_costly", [-(3 + 7) - 3, -3 - 3])],
+)
+def test_punishment_with_the_papers_incentives(incentives, rewards):
+    """The released code's payoffs: T = 4; a just fine pays +2 (or costs 3), an unjust one 10."""
+    env, params = marljax.make("social/ipd_punishment_2stage-v0", num_rounds=1,
+                               incentives=incentives)  # fmt: skip
+    K = 3
+    state, ts = env.reset(KEY, params)
+    state, ts = env.step(KEY, state, jnp.array([1 * K + 2, 0 * K + 2]), params)
+    np.testing.assert_allclose(ts.reward, [4.0, 0.0])  # T = 4
+    state, ts = env.step(KEY, state, jnp.array([1, 0]), params)  # each fines the other
+    np.testing.assert_allclose(ts.reward, rewards)
+    # no fines: nothing paid; the control game without punishment keeps T = 4
+    state, ts = env.reset(KEY, params)
+    state, ts = env.step(KEY, state, jnp.array([1 * K + 2, 1 * K + 2]), params)
+    state, ts = env.step(KEY, state, jnp.array([2, 2]), params)
+    np.testing.assert_allclose(ts.reward, [0.0, 0.0])
+    pd, pd_params = marljax.make("social/ipd-v0", incentives=incentives)
+    _, ts = pd.step(KEY, pd.reset(KEY, pd_params)[0], jnp.array([1, 0]), pd_params)
+    np.testing.assert_allclose(ts.reward, [4.0, 0.0])
+    staged, staged_params = marljax.make("social/ipd_staged_punishment-v0", incentives=incentives)
+    assert float(staged_params.unjust_cost) == float(params.unjust_cost) > 0
+    with pytest.raises(ValueError, match="incentives must be one of"):
+        marljax.make("social/ipd-v0", incentives="kind")
+
+
+def test_unjust_cost_needs_cooperation_labels():
+    """A one-step fine of a cooperator costs extra; an env without labels refuses the param."""
+    env = DirectPunishment(MarkCooperation(MatrixGame(prisoners_dilemma(), num_rounds=5)))
+    params = env.default_params().replace(unjust_cost=10.0)
+    K = 3
+    _, ts = env.step(KEY, env.reset(KEY, params)[0], jnp.array([0 * K + 1, 1 * K + 0]), params)
+    # agent 0 cooperates and fines the defector (cost 1); agent 1 defects and fines it (1 + 10)
+    np.testing.assert_allclose(ts.reward, [0.0 - 1.0 - 3.0, 5.0 - 11.0 - 3.0])
+    bare = DirectPunishment(MatrixGame(prisoners_dilemma(), num_rounds=5))
+    bare.validate_params(bare.default_params())
+    with pytest.raises(ValueError, match="unjust_cost must be 0"):
+        bare.validate_params(bare.default_params().replace(unjust_cost=1.0))
+    with pytest.raises(ValueError, match="punish_fine must be >= 0"):
+        env.validate_params(params.replace(punish_fine=-1.0))
+    with pytest.raises(ValueError, match="unknown params"):
+        DirectPunishment(bare.unwrapped, defaults={"cost": 1.0})
+
+
+def test_pd_population_in_stages_masks_as_the_pair_game():
+    """Play steps allow only the pair game's legal actions: a move (fining nobody), then a
+    choice between fining the partner and nobody, so random exploration fines half the time."""
+    env, params = marljax.make("social/ipd_staged_punishment-v0", selection_rounds=1)
+    A, K = 4, 3
+    state, ts = env.reset(KEY, params)
+    state, ts = env.step(KEY, state, jnp.array([1, 0, 3, 2]), params)  # choice step
+    mask = np.asarray(ts.action_mask).reshape(A, -1, A)  # [agent, inner, partner part]
+    for i in range(A):
+        np.testing.assert_array_equal(np.flatnonzero(mask[i].any(-1)), [0 * K + 2, 1 * K + 2])
+    state, ts = env.step(KEY, state, jnp.array([2 * A, 2 * A, 2 * A, 2 * A]), params)  # play
+    mask = np.asarray(ts.action_mask).reshape(A, -1, A)
+    for i in range(A):
+        other_seat = 1 - int(state.seat[i])
+        np.testing.assert_array_equal(np.flatnonzero(mask[i].any(-1)), sorted([other_seat, 2]))
 
 
 def test_third_party_punishment_two_stage():

@@ -169,7 +169,20 @@ def make_coin_game_mechanism(mechanism: str = "punishment", grid_size: int = 3) 
     return wrappers[mechanism](game)
 
 
-def make_repeated_pd(punishment: bool = False) -> Environment:
+#: Named incentives of the Prisoner's Dilemma with punishment: (PD temptation T, default params
+#: of `DirectPunishment`). "flat": Axelrod's T = 5, every fine costs its punisher 1 and the
+#: target 3. "dasgupta": the punishment paper's released code (its `Mechanisms/Punishment.py`
+#: and `MatrixGame/IPDGame.py`): T = 4, a fine costs the target 3 and pays its punisher +2 if
+#: the target defected, -10 if it cooperated. "dasgupta_costly": the same code's later
+#: "costly punishment" experiments, -3 for fining a defector and -10 for a cooperator.
+INCENTIVES: dict[str, tuple[float, dict[str, float]]] = {
+    "flat": (5.0, {}),
+    "dasgupta": (4.0, {"punish_cost": -2.0, "unjust_cost": 12.0}),
+    "dasgupta_costly": (4.0, {"punish_cost": 3.0, "unjust_cost": 7.0}),
+}
+
+
+def make_repeated_pd(punishment: bool = False, incentives: str = "flat") -> Environment:
     """The repeated Prisoner's Dilemma with cooperation labels, optionally with direct punishment.
 
     `MarkCooperation(MatrixGame(prisoners_dilemma(), num_rounds=20))` (cooperate = action 0;
@@ -181,9 +194,17 @@ def make_repeated_pd(punishment: bool = False) -> Environment:
 
     Args:
       punishment: add the punishment stage.
+      incentives: `"flat"` (above), `"dasgupta"` (the paper's released code: T = 4; fining a
+        defector pays the punisher +2, fining a cooperator costs it 10; the fine is 3) or
+        `"dasgupta_costly"` (T = 4; -3 and -10); see `INCENTIVES`. Without `punishment` only
+        the temptation T applies.
     """
-    game = MarkCooperation(MatrixGame(prisoners_dilemma(), num_rounds=20, name="prisoners_dilemma"))
-    return DirectPunishment(game, two_stage=True) if punishment else game
+    if incentives not in INCENTIVES:
+        raise ValueError(f"incentives must be one of {sorted(INCENTIVES)}, got {incentives!r}")
+    temptation, costs = INCENTIVES[incentives]
+    payoffs = prisoners_dilemma(t=temptation)
+    game = MarkCooperation(MatrixGame(payoffs, num_rounds=20, name="prisoners_dilemma"))
+    return DirectPunishment(game, two_stage=True, defaults=costs) if punishment else game
 
 
 def make_pd_population_staged(
@@ -191,6 +212,7 @@ def make_pd_population_staged(
     num_agents: int = 4,
     reputation: bool = False,
     random_partners: bool = False,
+    incentives: str = "flat",
 ) -> Environment:
     """A Prisoner's Dilemma population whose rounds come in stages: choose, play (, punish).
 
@@ -206,9 +228,10 @@ def make_pd_population_staged(
       num_agents: population size `A` (static, even, >= 4).
       reputation: also add public reputation scores (`Reputation`).
       random_partners: the control without selection (a uniformly random matching each round).
+      incentives: the pair game's payoffs and punishment incentives (`make_repeated_pd`).
     """
     env = PairedGames(
-        make_repeated_pd(punishment),
+        make_repeated_pd(punishment, incentives),
         num_agents,
         round_len=2 if punishment else 1,
         num_rounds=20,
@@ -360,6 +383,7 @@ __all__ = [
     "CoinGameJaxMARLState",
     "CoinGameParams",
     "CoinGameState",
+    "INCENTIVES",
     "DirectPunishment",
     "MarkCooperation",
     "PairedGames",

@@ -34,7 +34,8 @@ in multi-agent systems using reinforcement learning", AAAI 2020; M. A. Nowak and
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import jax
@@ -171,9 +172,12 @@ class _ParamsWrapper(Wrapper):
     """A wrapper whose params extend the inner env's (`self._params_cls`, see `extend_params`)."""
 
     _params_cls: type
+    #: default values of the added fields that differ from the class's (a class attribute, so
+    #: the wrapper's attribute lookup never reaches the inner env's)
+    _defaults: Mapping[str, Any] = MappingProxyType({})
 
     def default_params(self):
-        return _derive(self._env.default_params(), self._params_cls, {})
+        return _derive(self._env.default_params(), self._params_cls, dict(self._defaults))
 
     def validate_params(self, params) -> None:
         """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
@@ -250,19 +254,27 @@ class _Punishment(_ParamsWrapper):
             t=jnp.int32(0),
         )
 
-    def _step_rounds(self, key, state, inner_actions, given, received, params):
+    def _step_rounds(self, key, state, inner_actions, given, received, params, fines=None):
         """One env step: `(state, inner timestep to show, [A] reward)`.
 
         One-step rounds: the inner env steps and punishments apply at once. Two-stage rounds:
         a contribution step runs the inner env only (its reward is the inner reward, the episode
         never ends there); a punishment step leaves the inner env alone, applies the
-        punishments and reports the round's end of episode.
+        punishments and reports the round's end of episode. `fines` (`[A, A]`, only where
+        `params` has `unjust_cost`): who fined whom, to charge `unjust_cost` per fine of a
+        target whose move of the round is labelled `cooperated`.
         """
+
+        def cost(round_extras):
+            paid = params.punish_cost * given
+            if fines is None:
+                return paid
+            cooperated = self._pad(round_extras["cooperated"].astype(jnp.float32))
+            return paid + params.unjust_cost * (fines @ cooperated)
+
         if not self.two_stage:
             inner, ts = self._env.step(key, state.inner, inner_actions, params)
-            reward = (
-                self._pad(ts.reward) - params.punish_cost * given - params.punish_fine * received
-            )
+            reward = self._pad(ts.reward) - cost(ts.extras) - params.punish_fine * received
             return PunishmentState(inner, received, given), ts, reward
 
         zeros = jnp.zeros((self.num_agents,), jnp.float32)
@@ -285,7 +297,7 @@ class _Punishment(_ParamsWrapper):
                 punished=received, punishing=given, stage=jnp.int32(CONTRIBUTION_STAGE)
             )
             shown = state.round_ts.replace(extras=_unlabelled(state.round_ts.extras))
-            reward = -params.punish_cost * given - params.punish_fine * received
+            reward = -cost(state.round_ts.extras) - params.punish_fine * received
             return new, shown, jnp.asarray(reward, jnp.float32)
 
         state, shown, reward = jax.lax.cond(state.stage == CONTRIBUTION_STAGE, contribute, punish)
@@ -361,30 +373,56 @@ class DirectPunishment(_Punishment):
     round after its contribution step. On punishment steps the inner `"cooperated"` /
     `"defected"` labels are cleared.
 
-    Params added: `punish_cost` (default 1.0) and `punish_fine` (default 3.0, the 1:3 ratio of
-    Fehr & Gaechter 2000), both `>= 0`.
+    Params added: `punish_cost` (default 1.0; paid per fine, a negative cost is a reward for
+    fining), `punish_fine` (default 3.0, the 1:3 ratio of Fehr & Gaechter 2000; `>= 0`) and
+    `unjust_cost` (default 0.0): paid on top of `punish_cost` per fine of a target whose move of
+    the round is labelled `"cooperated"` (the inner env's extras, e.g. `MarkCooperation`; with
+    one-step rounds, the move of the same step). Dasgupta & Musolesi's incentives, "+2 for
+    fining a defector, -10 for fining a cooperator", are `punish_cost=-2, unjust_cost=12`.
 
     Args:
       env: an env with a `Discrete` action space (e.g. `PublicGoods`, `CoinGame`, `MatrixGame`).
       two_stage: static; two env steps per round (contribute, then punish) instead of one.
+      defaults: default values of the added params (e.g. `{"punish_cost": -2.0}`).
     """
 
-    def __init__(self, env: Environment, two_stage: bool = False):
+    def __init__(
+        self, env: Environment, two_stage: bool = False, defaults: dict[str, float] | None = None
+    ):
         super().__init__(env)
         self.two_stage = bool(two_stage)
         self.num_players = self.num_agents
         self.num_inner_actions = _discrete_n(env, "DirectPunishment")
         self.num_choices = self.num_agents + 1
+        _, ts = jax.eval_shape(env.reset, jax.random.PRNGKey(0), env.default_params())
+        self._labelled = "cooperated" in ts.extras
+
+        def check(params):  # the class is shared by every env with these inner params
+            check_param(params, "punish_cost", np.isfinite, "must be finite")
+            check_param(params, "punish_fine", lambda v: v >= 0, "must be >= 0")
+            check_param(params, "unjust_cost", np.isfinite, "must be finite")
+
+        fields = {"punish_cost": 1.0, "punish_fine": 3.0, "unjust_cost": 0.0}
         self._params_cls = extend_params(
-            type(env.default_params()),
-            "DirectPunishment",
-            {"punish_cost": 1.0, "punish_fine": 3.0},
-            _nonneg("punish_cost", "punish_fine"),
+            type(env.default_params()), "DirectPunishment", fields, check
         )
+        unknown = sorted(set(defaults or {}) - set(fields))
+        if unknown:
+            raise ValueError(f"DirectPunishment defaults: unknown params {unknown}")
+        self._defaults = {k: float(v) for k, v in (defaults or {}).items()}
         self._ego = _ego(self.num_agents)
         choice = np.ones((self.num_agents, self.num_choices), bool)
         choice[np.arange(self.num_agents), np.arange(self.num_agents)] = False
         self._choice_mask = jnp.asarray(choice)
+
+    def validate_params(self, params) -> None:
+        """Raise `ValueError` naming the field if `params` holds impossible values (host-side)."""
+        super().validate_params(params)
+        if not self._labelled:
+            check_param(
+                params, "unjust_cost", lambda v: v == 0,
+                f"must be 0: {self._env.name} does not label cooperation",
+            )  # fmt: skip
 
     def decode(self, actions: Array) -> tuple[Array, Array]:
         """`[A]` flat actions -> (`[A]` inner actions, `[A, A]` float punishment matrix `P[i, j]`)."""
@@ -402,7 +440,9 @@ class DirectPunishment(_Punishment):
     def step(self, key, state, actions, params):
         inner_actions, punish = self.decode(actions)
         given, received = punish.sum(axis=1), punish.sum(axis=0)
-        state, ts, reward = self._step_rounds(key, state, inner_actions, given, received, params)
+        state, ts, reward = self._step_rounds(
+            key, state, inner_actions, given, received, params, punish if self._labelled else None
+        )
         return state, self._wrap(ts, state, reward.astype(jnp.float32))
 
     def _wrap(self, ts: TimeStep, state, reward: Array) -> TimeStep:
@@ -771,6 +811,7 @@ class PairedGamesState:
     inner: Any  # the pair games' states, stacked: leading axis [A // 2]
     inner_obs: Array  # [A // 2, 2, D] float32 the pair games' last observations, flat
     inner_gs: Array  # [A // 2, G] float32 the pair games' last global states, flat
+    inner_mask: Array  # [A // 2, 2, N] bool the pair games' last action masks, by seat
     members: Array  # [A // 2, 2] int32 agents in each pair game, by seat
     pair: Array  # [A] int32 pair game of each agent
     seat: Array  # [A] int32 seat of each agent in its pair game (0 or 1)
@@ -809,7 +850,9 @@ class PairedGames(Environment):
     int32, `"choice"` `[A]` int32 (both -1 before the first pairing) and `"cooperated"` /
     `"defected"` `[A]` bool (the inner game's labels on play steps, False on choice steps), so
     `Reputation` and `marljax.evaluation.social` read it as any labelled env; and `"punished"`
-    `[A]` bool when the pair game labels punishment (e.g. `DirectPunishment`).
+    `[A]` bool when the pair game labels punishment (e.g. `DirectPunishment`). On a play step
+    the inner part of the action mask is the pair game's own mask for the agent's seat (e.g. a
+    two-stage punishment step allows only "fine the partner" or "fine nobody").
 
     Params: the inner env's params (they configure the pair games) plus `round_len` (play steps
     per round, default 16) and `selection_rounds` (default 4); `max_steps` truncates the whole
@@ -932,6 +975,7 @@ class PairedGames(Environment):
             inner=inner,
             inner_obs=self._flat_obs(ts),
             inner_gs=ts.global_state.reshape(P, -1).astype(jnp.float32),
+            inner_mask=ts.action_mask.reshape(P, 2, -1).astype(bool),
             members=members,
             pair=jnp.arange(A, dtype=jnp.int32) // 2,
             seat=jnp.arange(A, dtype=jnp.int32) % 2,
@@ -994,6 +1038,7 @@ class PairedGames(Environment):
             inner_gs=pick(fresh_ts.global_state, ts.global_state)
             .reshape(P, -1)
             .astype(jnp.float32),
+            inner_mask=pick(fresh_ts.action_mask, ts.action_mask).reshape(P, 2, -1).astype(bool),
             members=pick(members, state.members),
             pair=pick(pair, state.pair),
             seat=pick(seat, state.seat),
@@ -1029,9 +1074,9 @@ class PairedGames(Environment):
         mask = _product_mask(
             jnp.where(
                 choice_now,
-                jnp.arange(self.num_inner_actions) == 0,
-                jnp.ones((self.num_inner_actions,), bool),
-            )[None].repeat(A, 0),
+                (jnp.arange(self.num_inner_actions) == 0)[None],
+                state.inner_mask[state.pair, state.seat],  # the pair game's mask for the seat
+            ),
             jnp.where(choice_now, self._choice_mask, self._play_mask),
         )
         terminated = state.rounds >= params.selection_rounds
