@@ -10,11 +10,13 @@ and plotted to `<run dir>/social_metrics.png`.
 gridworld punishment check (Dasgupta & Musolesi, "Investigating the Impact of Direct Punishment
 on the Emergence of Cooperation in Multi-Agent Reinforcement Learning Systems", 2025).
 `--punishment on off` runs both and prints each metric's bootstrap 95% CI and P(on > off) over
-seeds. `--algo iql` trains independent feed-forward DQNs instead (the punishment paper's learner;
+seeds. `--algo iql` trains feed-forward DQNs instead (the punishment paper's learner;
 epsilon-greedy, evaluated greedily), with the settings of `social_mechanisms.py --algo iql`.
+Both learners share one network with an agent id by default (`shared_id`);
+`--parameter-mode independent` gives every agent its own network.
 
     python baselines/ippo_harvest_social.py [--algo ippo|iql] [--seeds 4] [--updates 1200]
-        [--punishment on off] [--out runs]
+        [--punishment on off] [--parameter-mode MODE] [--out runs]
 """
 
 import argparse
@@ -48,12 +50,15 @@ parser.add_argument("--seeds", type=int, default=4)
 parser.add_argument("--updates", type=int, default=1200, help="updates of 16 envs x 50 steps")
 parser.add_argument("--punishment", nargs="+", default=["on"], choices=["on", "off"])
 parser.add_argument("--out", default="runs")
+parser.add_argument("--parameter-mode", default="shared_id",
+                    choices=["shared", "shared_id", "independent"], help="parameter sharing")  # fmt: skip
 args = parser.parse_args()
 
 
 def run(condition: str) -> dict[str, np.ndarray]:
     """Train and evaluate every seed of one condition; the trained policies' metrics `[S]`."""
     agent, hparams = SETTINGS[args.algo]
+    agent = {**agent, "parameter_mode": args.parameter_mode}
     exp = Experiment(algo=args.algo, env="social/harvest_small-v0", seeds=args.seeds, out_dir=args.out,
                      env_kwargs={} if condition == "on" else NO_PUNISHMENT, agent=agent, hparams=hparams,
                      train=TrainConfig(num_envs=16, rollout_len=50, total_env_steps=16 * 50 * args.updates))  # fmt: skip
@@ -69,7 +74,7 @@ def run(condition: str) -> dict[str, np.ndarray]:
         built.env, built.env_params, built.agent, s, first_grid_point(built.hparams), k, 8, 400,
         greedy=args.algo == "iql")))  # fmt: skip
     table = {name: evaluate(first_grid_point(s), keys) for name, s in states.items()}
-    print(f"--- {args.algo}, punishment {condition} ---")
+    print(f"--- {args.algo} ({args.parameter_mode}), punishment {condition} ---")
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.2))
     for ax, m in zip(axes, METRICS):
         for x, (name, out) in enumerate(table.items()):

@@ -6,9 +6,12 @@ against a uniformly drawn bot), its within-population exploitability (the best r
 earns against it) and their difference, the aggregate score. Here a GRU policy (IPPO,
 `recurrent=True`) trains against the ported competition bots of
 `marljax.envs.matrix.roshambo` (each episode draws one bot; the agent only sees the previous
-joint move, so it must tell the bots apart from their play), one seed after another; then every
+joint move, so it must tell the bots apart from their play); then every
 trained seed plays every bot in ONE compiled program (`population_returns_over_seeds`), and the
-per-bot table and the three metrics are printed with 95 % confidence intervals over seeds.
+per-bot table and the three metrics are printed with 95 % confidence intervals over seeds. The
+seeds train in one program through the experiment engine, into a run directory under `--out`
+(checkpoints, config, metrics), so the trained agent loads with `marljax.load_policy(RUN)` and
+evaluates with `marljax eval RUN` on its training env.
 
 With `--heldout K`, the last K bots of the population (in the competition's table order, or
 those named by `--heldout-bots`, or K drawn at random with `--heldout-random K`) are left out of
@@ -35,6 +38,7 @@ for Multiagent Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
         [--seeds 3] [--envs 4] [--episodes 8] [--train-env league|population]
         [--lr 1e-3] [--ent-coef 0.01] [--gru 64]
         [--heldout 10 | --heldout-bots iocainebot,greenberg | --heldout-random 21]
+        [--out runs] [--name NAME]
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import marljax
-from marljax.agents import PPOHParams, ippo
+from marljax.agents import ippo
 from marljax.evaluation.population import (
     aggregate_score,
     bot_crosstable,
@@ -56,7 +60,8 @@ from marljax.evaluation.population import (
     population_returns_over_seeds,
     within_population_exploitability,
 )
-from marljax.training.train import TrainConfig, make_train
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
 
 REFERENCE_BOTS = ("randbot", "iocainebot", "halbot", "greenberg")
 
@@ -101,6 +106,8 @@ def main() -> None:
     parser.add_argument("--ent-coef", type=float, default=0.01, help="entropy bonus")
     parser.add_argument("--gru", type=int, default=64, help="GRU (and MLP) width")
     parser.add_argument("--minibatches", type=int, default=4, help="PPO minibatches (over envs)")
+    parser.add_argument("--out", default="runs", help="parent folder of the run directory")
+    parser.add_argument("--name", default="", help="run directory name (default: generated)")
     args = parser.parse_args()
 
     env, params = marljax.make(
@@ -116,18 +123,13 @@ def main() -> None:
         print(f"held out (random, rng seed 0): {', '.join(held)}")
     train_bots = [b for b in env.bots if b not in held]
     if args.train_env == "league":
-        train_env, train_params = marljax.make(
-            "matrix/rrps_league-v0",
-            bots=tuple(train_bots),
-            num_rounds=train_rounds,
-            num_throws=train_rounds,
-        )
+        train_id = "matrix/rrps_league-v0"
+        env_kwargs = {"bots": train_bots, "num_rounds": train_rounds, "num_throws": train_rounds}
     else:
-        train_env, train_params = marljax.make(
-            "matrix/rrps_population-v0", num_rounds=train_rounds, num_throws=train_rounds
-        )
-        weights = jnp.asarray([float(b in train_bots) for b in env.bots])
-        train_params = train_params.replace(bot_weights=weights)
+        train_id = "matrix/rrps_population-v0"
+        weights = [float(b in train_bots) for b in env.bots]
+        env_kwargs = {"num_rounds": train_rounds, "num_throws": train_rounds,
+                      "bot_weights": weights}  # fmt: skip
     options = dict(
         recurrent=True,
         hidden_sizes=(args.gru,),
@@ -136,38 +138,37 @@ def main() -> None:
         num_epochs=4,
         parameter_mode="shared",
     )
-    agent = ippo(train_env, train_params, **options)
-    # the same parameters play the population env (one learner, no agent id): its own agent
-    eval_agent = ippo(env, params, **options)
-    config = TrainConfig(
-        num_envs=args.envs,
-        rollout_len=train_rounds,
-        total_env_steps=args.envs * train_rounds * args.updates,
-    )
-    hparams = PPOHParams(lr=args.lr, gamma=0.99, ent_coef=args.ent_coef)
-    train = jax.jit(make_train(config, train_env, agent, train_params).train)
+    # every seed in one program, in a run directory that `load_policy` and `marljax eval` read
+    exp = Experiment(
+        algo="ippo", env=train_id, env_kwargs=env_kwargs, seeds=args.seeds, agent=options,
+        hparams={"lr": args.lr, "gamma": 0.99, "ent_coef": args.ent_coef},
+        train=TrainConfig(num_envs=args.envs, rollout_len=train_rounds,
+                          total_env_steps=args.envs * train_rounds * args.updates),
+        out_dir=args.out, name=args.name or None,
+    )  # fmt: skip
+    built = build(exp)
+    config, train_env = exp.train, built.env
     learner_steps = config.num_updates * config.steps_per_update * train_env.num_agents
     print(
         f"recurrent IPPO (GRU {args.gru}, lr {args.lr}, entropy {args.ent_coef}) on the "
         f"{args.train_env} env vs {len(train_bots)} training bots ({len(held)} held out), "
         f"{train_rounds} throws per training match, {args.rounds} per evaluation match, "
         f"{config.num_updates} updates x {config.steps_per_update} env steps "
-        f"({learner_steps} learner steps), {args.seeds} seeds"
+        f"({learner_steps} learner steps per seed), {args.seeds} seeds"
     )
-
-    states = []
+    t0 = time.perf_counter()
+    result = run_experiment(built)
+    returns = np.asarray(result.metrics["episode_return"])[0]  # [S, U]
+    seconds = time.perf_counter() - t0
     for seed in range(args.seeds):
-        t0 = time.perf_counter()
-        state, metrics = train(jax.random.PRNGKey(seed), hparams)
-        returns = np.asarray(metrics["episode_return"])
-        seconds = time.perf_counter() - t0
-        print(
-            f"seed {seed}: training return first/last update {returns[0]:.1f} / "
-            f"{returns[-1]:.1f} ({seconds:.0f} s incl. compile, "
-            f"{learner_steps / seconds:.0f} learner steps/s)"
-        )
-        states.append(state.agent_state)
-    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+        print(f"seed {seed}: training return first/last update {returns[seed, 0]:.1f} / "
+              f"{returns[seed, -1]:.1f}")  # fmt: skip
+    print(f"{args.seeds * learner_steps / seconds:.0f} learner steps/s incl. compile; run "
+          f"directory {result.run_dir} (marljax eval {result.run_dir})")  # fmt: skip
+    stacked = jax.tree.map(lambda x: x[0], result.state.agent_state)  # [S, ...]
+    # the same parameters play the population env (one learner, no agent id): its own agent
+    eval_agent = ippo(env, params, **options)
+    hparams = jax.tree.map(lambda x: x[0], built.hparams)
 
     t0 = time.perf_counter()
     returns = np.asarray(

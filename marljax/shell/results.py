@@ -13,9 +13,9 @@ files and sit between markers::
 text differs from what the data give, so a test can fail when a result file changed without the
 tables being regenerated (`python baselines/tables.py --check`).
 
-Summary statistics of a table are computed here, never typed: `mean_ci` (mean with a percentile
-bootstrap 95% CI over seeds, fixed resampling seed so the text is reproducible), `iqm` and
-`count` ("k/n seeds").
+Summary statistics of a table are computed, never typed: `mean_ci` (mean with a percentile
+bootstrap 95% CI over seeds, fixed resampling key so the text is reproducible), `iqm`,
+`p_greater` (the library's estimators in `marljax.evaluation`) and `count` ("k/n seeds").
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from marljax.evaluation.results import write_json
 
 #: version of the result-file layout
 SCHEMA = 1
@@ -72,11 +74,7 @@ def write_results(
         if not isinstance(row.get("per_seed"), dict):
             raise ValueError(f"row {i} of {path} has no 'per_seed' mapping of metric -> values")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json(path, data)  # atomic; NaN was written as null above
     return data
 
 
@@ -101,33 +99,34 @@ def values(row: Mapping[str, Any], metric: str) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in per_seed[metric]], np.float64)
 
 
-def mean_ci(
-    x: np.ndarray, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean and percentile bootstrap CI over seeds; the resampling is seeded, so the same data
-    always give the same text."""
-    x = np.asarray(x, np.float64)
+def mean_ci(x: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """Mean and percentile bootstrap 95% CI over seeds (`marljax.evaluation.social.bootstrap_ci`
+    with a fixed key, so the same data always give the same text)."""
+    import jax
+
+    from marljax.evaluation.social import bootstrap_ci
+
+    x = np.asarray(x, np.float32)
     if x.ndim != 1 or x.size == 0 or not np.isfinite(x).all():
         raise ValueError(f"mean_ci needs [S] finite values, got {x!r}")
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, (resamples, x.size))].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(x.mean()), float(low), float(high)
+    mean, low, high = bootstrap_ci(jax.random.PRNGKey(seed), x)
+    return float(x.astype(np.float64).mean()), float(low), float(high)
 
 
 def iqm(x: np.ndarray) -> float:
-    """Interquartile mean over seeds: the mean after cutting `int(S / 4)` values from each end
-    (scipy's `trim_mean(x, 0.25)`, which rliable's IQM is)."""
-    x = np.sort(np.asarray(x, np.float64))
-    cut = int(0.25 * x.size)
-    return float(x[cut : x.size - cut].mean())
+    """Interquartile mean over seeds (`marljax.evaluation.stats.aggregate_iqm`, rliable's)."""
+    from marljax.evaluation.stats import aggregate_iqm
+
+    return float(aggregate_iqm(np.asarray(x, np.float32)[:, None]))
 
 
 def p_greater(x: np.ndarray, y: np.ndarray) -> float:
-    """P(a seed of `x` scores more than a seed of `y`), ties counted half."""
-    diff = np.asarray(x)[:, None] - np.asarray(y)[None, :]
-    return float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
+    """P(a seed of `x` scores more than a seed of `y`), ties counted half
+    (`marljax.evaluation.stats.probability_of_improvement` on one task)."""
+    from marljax.evaluation.stats import probability_of_improvement
+
+    as_runs = lambda v: np.asarray(v, np.float32)[:, None]  # noqa: E731
+    return float(probability_of_improvement(as_runs(x), as_runs(y)))
 
 
 def count(x: np.ndarray, ok: Callable[[np.ndarray], np.ndarray]) -> str:
@@ -151,7 +150,7 @@ def fill_blocks(text: str, blocks: Mapping[str, str]) -> str:
     """`text` with the body of each `<!-- results:NAME -->` block replaced by `blocks[NAME]`.
 
     Raises:
-      KeyError: a marker in `text` names no block, or a block has no marker in `text`.
+      KeyError: a marker in `text` names no block (blocks without a marker are left out).
     """
     found = [m.group("name") for m in _BLOCK.finditer(text)]
     missing = sorted(set(found) - set(blocks))
