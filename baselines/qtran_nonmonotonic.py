@@ -13,6 +13,7 @@ one compiled program. The script prints seed 0's learned utilities and, per algo
 seeds' greedy joint action (each agent's argmax) is the optimum.
 
     python baselines/qtran_nonmonotonic.py [--seeds 16] [--updates 300] [--out runs]
+        [--results baselines/results/qtran_nonmonotonic.json]
 """
 
 import argparse
@@ -23,6 +24,7 @@ import numpy as np
 
 from marljax.agents.qlearning import first_step_q_table, format_q_table
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.results import write_results
 from marljax.training.train import TrainConfig
 
 ENV = "matrix/nonmonotonic-v0"
@@ -39,8 +41,9 @@ AGENT = {
 HPARAMS = {"lr": 5e-3, "gamma": 1.0, "eps_start": 1.0, "eps_finish": 1.0}
 
 
-def run(algo: str, seeds: int, updates: int, out: str) -> collections.Counter:
-    """Train `seeds` seeds of `algo` in one program; count their greedy joint actions."""
+def run(algo: str, seeds: int, updates: int, out: str) -> dict:
+    """Train `seeds` seeds of `algo` in one program; count their greedy joint actions. Returns
+    the result row: per seed, the greedy joint action and its payoff."""
     agent = {**AGENT, "joint_hidden": (32, 32)} if algo == "qtran" else AGENT
     exp = Experiment(
         algo=algo,
@@ -56,16 +59,22 @@ def run(algo: str, seeds: int, updates: int, out: str) -> collections.Counter:
     built = build(exp)
     payoff = np.asarray(built.env_params.payoffs[0])
     outcomes = collections.Counter()
+    per_seed: dict[str, list] = {"action_0": [], "action_1": [], "payoff": []}
     for s in range(seeds):
         state = jax.tree.map(lambda x, s=s: x[0, s], result.state.agent_state)
         table = first_step_q_table(built.agent_config, built.env, state, built.env_params)
         greedy = tuple(int(a) for a in np.argmax(table["q"], axis=1))  # what the agents play
         if s == 0:
             print(f"\n=== {algo}, seed 0 ({result.run_dir})\n{format_q_table(table)}")
+            seed0 = {"q_row_0": np.asarray(table["q"])[0].tolist()}
         outcomes[f"{greedy} worth {payoff[greedy]:g}"] += 1
+        for i, a in enumerate(greedy):
+            per_seed[f"action_{i}"].append(a)
+        per_seed["payoff"].append(float(payoff[greedy]))
     optimum = sum(n for k, n in outcomes.items() if k.startswith("(0, 0)"))
     print(f"{algo}: {optimum}/{seeds} seeds play the optimum (0, 0); all: {dict(outcomes)}")
-    return outcomes
+    mode = built.agent_config.parameter_mode
+    return {"algo": algo, "parameter_mode": mode, "seed_0": seed0, "per_seed": per_seed}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -73,9 +82,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=16, help="seeds per algorithm")
     parser.add_argument("--updates", type=int, default=300, help="updates (8 env steps each)")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    parser.add_argument("--results", default=None, help="write the per-seed outcomes here (JSON)")
     args = parser.parse_args(argv)
-    for algo in ("qtran", "qmix", "vdn"):
-        run(algo, args.seeds, args.updates, args.out)
+    rows = [run(algo, args.seeds, args.updates, args.out) for algo in ("qtran", "qmix", "vdn")]
+    if args.results:
+        config = {"env": ENV, "agent": AGENT, "qtran_joint_hidden": [32, 32], "hparams": HPARAMS,
+                  "seeds": args.seeds, "updates": args.updates, "num_envs": 8,
+                  "env_steps_per_seed": 8 * args.updates}  # fmt: skip
+        write_results(args.results, "baselines/qtran_nonmonotonic.py", config, rows, argv)
 
 
 if __name__ == "__main__":

@@ -272,7 +272,8 @@ def main(argv: list[str] | None = None) -> None:
         rows.append({"family": family, "condition": name, "env": env_id, "env_kwargs": options,
                      "rounds": rounds, "players": players, "parameter_mode": mode,
                      "per_round_learner": name in PER_ROUND,
-                     "seconds": round(time.perf_counter() - start, 1), "per_seed": per_seed})  # fmt: skip
+                     "seconds": round(time.perf_counter() - start, 1),
+                     "per_seed": per_seed})  # fmt: skip
     if args.results:
         agent, hparams = SETTINGS[args.algo]
         config = {"algo": args.algo, "parameter_mode": args.parameter_mode, "agent": agent,

@@ -13,6 +13,7 @@ every seed of one algorithm trains in one compiled program. The script prints th
 Q values and the Q_tot table of seed 0 and the greedy outcome of every seed.
 
     python baselines/value_decomposition_matrix.py [--seeds 8] [--out runs]
+        [--results baselines/results/value_decomposition_matrix.json]
 """
 
 import argparse
@@ -25,6 +26,7 @@ import numpy as np
 from marljax.agents.base import Observation
 from marljax.agents.qlearning import first_step_q_table, format_q_table, q_table
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.results import write_results
 from marljax.training.train import TrainConfig
 
 AGENT = {
@@ -50,7 +52,9 @@ def second_state(built, action0: int) -> Observation:
     return Observation(ts.obs, ts.action_mask, ts.global_state, jnp.array(False))
 
 
-def run(env_id: str, algo: str, seeds: int, out: str) -> None:
+def run(env_id: str, algo: str, seeds: int, out: str) -> dict:
+    """Train `seeds` seeds of `algo` on `env_id` in one program; print the learned tables.
+    Returns the result row: per seed, the greedy first joint action of `Q_tot`."""
     length, updates = GAMES[env_id]
     exp = Experiment(
         algo=algo,
@@ -65,11 +69,15 @@ def run(env_id: str, algo: str, seeds: int, out: str) -> None:
     result = run_experiment(exp, progress=False)
     built = build(exp)
     outcomes = collections.Counter()
+    per_seed: dict[str, list] = {"action_0": [], "action_1": []}
     for s in range(seeds):
         state = jax.tree.map(lambda x, s=s: x[0, s], result.state.agent_state)
         table = first_step_q_table(built.agent_config, built.env, state, built.env_params)
         greedy = np.unravel_index(np.argmax(table["q_tot"]), table["q_tot"].shape)
+        per_seed["action_0"].append(int(greedy[0]))
+        per_seed["action_1"].append(int(greedy[1]))
         if s == 0:
+            seed0 = {"q_tot": np.asarray(table["q_tot"]).tolist()}
             print(f"\n=== {algo} on {env_id}, seed 0 ({result.run_dir})")
             print(format_q_table(table))
             if env_id == "matrix/two_step-v0":
@@ -81,16 +89,24 @@ def run(env_id: str, algo: str, seeds: int, out: str) -> None:
         else:
             outcomes[f"joint action {tuple(int(g) for g in greedy)}"] += 1
     print(f"{algo} greedy outcome over {seeds} seeds: {dict(outcomes)}")
+    return {"env": env_id, "algo": algo, "parameter_mode": built.agent_config.parameter_mode,
+            "env_steps_per_seed": exp.train.total_env_steps, "seed_0": seed0,
+            "per_seed": per_seed}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=8, help="seeds per algorithm")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    parser.add_argument("--results", default=None, help="write the per-seed outcomes here (JSON)")
     args = parser.parse_args(argv)
-    for env_id in GAMES:
-        for algo in ("iql", "vdn", "qmix"):
-            run(env_id, algo, args.seeds, args.out)
+    rows = [run(env_id, algo, args.seeds, args.out)
+            for env_id in GAMES for algo in ("iql", "vdn", "qmix")]  # fmt: skip
+    if args.results:
+        config = {"agent": AGENT, "hparams": HPARAMS, "seeds": args.seeds, "num_envs": 8,
+                  "games": {k: {"episode_len": n, "updates": u}
+                            for k, (n, u) in GAMES.items()}}  # fmt: skip
+        write_results(args.results, "baselines/value_decomposition_matrix.py", config, rows, argv)
 
 
 if __name__ == "__main__":

@@ -277,6 +277,8 @@ def test_schedules_longer_than_the_run_are_named():
     (note,) = schedule_notes(build(exp))
     assert "ends at epsilon 0.61" in note and "eps_anneal_steps=20480" in note
     assert schedule_notes(build(exp.replace(hparams={"eps_anneal_steps": 20_000}))) == []
+    constant = exp.replace(hparams={"eps_start": 1.0, "eps_finish": 1.0})  # nothing to anneal
+    assert schedule_notes(build(constant)) == []
 
 
 @pytest.mark.parametrize(

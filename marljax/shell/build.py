@@ -127,8 +127,9 @@ def schedule_notes(built: Built) -> list[str]:
     anneal = getattr(built.hparams, "eps_anneal_steps", None)
     if anneal is not None:
         longest = float(np.max(np.asarray(anneal)))
-        if longest > steps:
-            hp = built.hparams
+        hp = built.hparams
+        constant = np.array_equal(np.asarray(hp.eps_start), np.asarray(hp.eps_finish))
+        if longest > steps and not constant:  # a constant epsilon has nothing to anneal
             start, finish = float(np.max(hp.eps_start)), float(np.max(hp.eps_finish))
             end = start + (finish - start) * steps / longest
             notes.append(

@@ -1,0 +1,302 @@
+"""Generate the results tables of README.md and baselines/README.md from the stored result files.
+
+Every table between `<!-- results:NAME -->` markers is computed here from the per-seed files in
+`baselines/results/` (written by the baselines' `--results FILE`): means, CIs, IQMs and seed
+counts are never typed. Regenerate after adding or changing a result file; CI fails when the
+committed tables differ from what the files give (`tests/test_results_tables.py`).
+
+    python baselines/tables.py            # rewrite the marked tables in place
+    python baselines/tables.py --check    # exit 1 naming the stale tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+
+import numpy as np
+
+from marljax.shell.results import (
+    block_names,
+    count,
+    fill_blocks,
+    iqm,
+    markdown_table,
+    mean_ci,
+    p_greater,
+    read_results,
+    stale_blocks,
+    values,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "baselines", "results")
+#: the files whose marked tables are generated
+DOCUMENTS = ("README.md", os.path.join("baselines", "README.md"))
+#: the punishment result files, one per parameter mode of the DQN learners
+PUNISHMENT = {"shared_id": "social_punishment_iql_shared_id.json",
+              "independent": "social_punishment_iql_independent.json"}  # fmt: skip
+COOP, RETURN, PUNISH = "social/cooperation_rate", "return_per_round", "social/punishment_rate"
+MODE_NAMES = {"shared_id": "shared (one network + agent id)", "independent": "independent"}
+
+
+def _steps(n: int) -> str:
+    return f"{n / 1e6:g}M" if n >= 1_000_000 and n % 100_000 == 0 else f"{n // 1000}k"
+
+
+def _budget(data: dict, row: dict) -> str:
+    steps = data["config"]["env_steps_per_seed"] * (2 if row["per_round_learner"] else 1)
+    return f"{_steps(steps)} x {len(values(row, COOP))}"
+
+
+def _ci(x: np.ndarray) -> str:
+    mean, low, high = mean_ci(x)
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def punishment_rows(results: str, family: str) -> list[tuple[str, dict, dict, np.ndarray]]:
+    """`(mode, file data, row, control's cooperation)` for every condition of `family`."""
+    out = []
+    for mode, name in PUNISHMENT.items():
+        data = read_results(os.path.join(results, name))
+        rows = [r for r in data["rows"] if r["family"] == family]
+        if not rows:
+            raise ValueError(f"{name} has no condition of the family {family!r}")
+        for r in rows:
+            if r["parameter_mode"] != mode:
+                raise ValueError(f"{name}: {r['condition']} ran with {r['parameter_mode']}")
+            out.append((mode, data, r, values(rows[0], COOP)))
+    return out
+
+
+def punishment_table(results: str, family: str) -> str:
+    """One family of `social_mechanisms.py --algo iql`, shared and independent DQNs."""
+    header = ["Parameter mode", "Condition", "Steps x seeds", "Cooperation [95% CI]", "IQM",
+              "Return per round", "Punishment rate", "Fines after CD / CC / DD / DC",
+              "P(> control)"]  # fmt: skip
+    body, last = [], None
+    for mode, data, row, control in punishment_rows(results, family):
+        coop, per_seed = values(row, COOP), row["per_seed"]
+        fines = [f"punish/{k}" for k in ("CD", "CC", "DD", "DC")]
+        body.append([
+            MODE_NAMES[mode] if mode != last else None,
+            row["condition"],
+            _budget(data, row),
+            _ci(coop),
+            f"{iqm(coop):.3f}",
+            f"{np.mean(values(row, RETURN)):.2f}",
+            f"{np.mean(values(row, PUNISH)):.3f}" if PUNISH in per_seed else None,
+            " / ".join(f"{np.mean(values(row, f)):.2f}" for f in fines)
+            if fines[0] in per_seed else None,
+            f"{p_greater(coop, control):.2f}" if row is not data_first(data, family) else None,
+        ])  # fmt: skip
+        last = mode
+    return markdown_table(header, body)
+
+
+def data_first(data: dict, family: str) -> dict:
+    """The control (first condition) of `family` in a result file."""
+    return next(r for r in data["rows"] if r["family"] == family)
+
+
+def punishment_summary(results: str) -> str:
+    """The README row's result sentence for the punishment reproduction."""
+
+    def coop(mode: str, family: str, condition: str) -> str:
+        for m, _, row, _ in punishment_rows(results, family):
+            if m == mode and row["condition"] == condition:
+                mean, low, high = mean_ci(values(row, COOP))
+                return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
+        raise KeyError((mode, family, condition))
+
+    parts = []
+    for mode in PUNISHMENT:
+        parts.append(
+            f"{MODE_NAMES[mode]} DQNs, the paper's incentives (+2 / -10 per just / unjust fine, "
+            f"T = 4): pairs {coop(mode, 'Dasgupta pairs (2)', 'direct punishment (+2 / -10)')} "
+            f"vs {coop(mode, 'Dasgupta pairs (2)', 'none')} without punishment, the staged "
+            "population choosing partners "
+            f"{coop(mode, 'Dasgupta population, stages (4)', 'selection + punishment (+2 / -10)')}"
+            f" vs {coop(mode, 'Dasgupta population, stages (4)', 'partner selection')}; a flat "
+            f"cost of 1 per fine (T = 5): pairs {coop(mode, 'PD (2)', 'direct punishment')} vs "
+            f"{coop(mode, 'PD (2)', 'none')}"
+        )
+    return "; ".join(parts)
+
+
+def qtran_rows(results: str) -> tuple[dict, dict[str, dict]]:
+    """The QTRAN / QMIX / VDN result file and its rows by algorithm."""
+    data = read_results(os.path.join(results, "qtran_nonmonotonic.json"))
+    return data, {r["algo"]: r for r in data["rows"]}
+
+
+def _optimum(row: dict) -> str:
+    both = (values(row, "action_0") == 0) & (values(row, "action_1") == 0)
+    return count(both, lambda x: x)
+
+
+def qtran_table(results: str) -> str:
+    """`qtran_nonmonotonic.py`: seeds whose greedy joint action is the optimum, per learner."""
+    data, rows = qtran_rows(results)
+    header = ["Learner", "Parameter mode", "Env steps x seeds", "Seeds playing the optimum (0, 0)",
+              "Greedy joint actions (count)", "Seed 0: row 0 of the utilities"]  # fmt: skip
+    body = []
+    for algo, row in rows.items():
+        joint = zip(values(row, "action_0").astype(int), values(row, "action_1").astype(int))
+        counts = collections.Counter(f"({a}, {b})" for a, b in joint)
+        q = row["seed_0"]["q_row_0"]
+        body.append([
+            algo.upper(), row["parameter_mode"],
+            f"{_steps(data['config']['env_steps_per_seed'])} x {len(values(row, 'payoff'))}",
+            _optimum(row), ", ".join(f"{k} x{n}" for k, n in counts.most_common()),
+            "`[" + ", ".join(f"{v:.2f}" for v in q) + "]`",
+        ])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def _matrix(q: list) -> str:
+    return "`[" + ", ".join("[" + ", ".join(f"{v:.2f}" for v in r) + "]" for r in q) + "]`"
+
+
+def value_decomposition_rows(results: str, env: str) -> tuple[dict, list[dict]]:
+    data = read_results(os.path.join(results, "value_decomposition_matrix.json"))
+    rows = [r for r in data["rows"] if r["env"] == env]
+    return data, sorted(rows, key=lambda r: ["qmix", "vdn", "iql"].index(r["algo"]))
+
+
+def _to_2b(row: dict) -> str:
+    first = values(row, "action_0")
+    to_2b, n = int(np.sum(first == 1)), first.size
+    parts = [f"{n - to_2b}/{n} go to 2A (safe, 7)", f"{to_2b}/{n} to 2B (optimal, 8)"]
+    return ", ".join(p for p in (parts if to_2b < n - to_2b else parts[::-1]) if p[0] != "0")
+
+
+def value_decomposition_table(results: str, env: str) -> str:
+    """`value_decomposition_matrix.py` on one game: every seed's greedy joint action."""
+    _, rows = value_decomposition_rows(results, env)
+    two_step = env == "matrix/two_step-v0"
+    header = ["Learner", "Parameter mode", "Env steps x seeds",
+              "Greedy first move" if two_step else "Greedy joint actions (count)",
+              "Seed 0: Q_tot at the first state (rows: agent 0's action)"]  # fmt: skip
+    body = []
+    for row in rows:
+        a0, a1 = values(row, "action_0").astype(int), values(row, "action_1").astype(int)
+        if two_step:
+            outcome = _to_2b(row)
+        else:
+            counts = collections.Counter(f"({a}, {b})" for a, b in zip(a0, a1))
+            outcome = ", ".join(f"{k} x{n}" for k, n in counts.most_common())
+            outcome += "" if "(0, 0)" in counts else ": never (0, 0)"
+        body.append([
+            row["algo"].upper(), row["parameter_mode"],
+            f"{_steps(row['env_steps_per_seed'])} x {a0.size}", outcome,
+            _matrix(row["seed_0"]["q_tot"]) if row["algo"] != "iql" else "(no joint value)",
+        ])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def reproduced_table(results: str) -> str:
+    """The README's rows whose numbers come from stored result files."""
+    header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
+              "reference"]  # fmt: skip
+    data = read_results(os.path.join(results, PUNISHMENT["shared_id"]))
+    steps = _steps(data["config"]["env_steps_per_seed"])
+    rows = [[
+        "`python baselines/social_mechanisms.py --algo iql --only \"PD (2),stages,Dasgupta pairs\""
+        f" --seeds {data['config']['seeds']} --steps {data['config']['env_steps_per_seed']} "
+        "--parameter-mode shared_id` (and `independent`)",
+        "shared_id and independent (both run)",
+        f"cooperation of greedy DQNs ({steps} env steps x {data['config']['seeds']} seeds per "
+        f"condition, mean [95% CI]): {punishment_summary(results)}",
+        "Dasgupta & Musolesi 2025",
+    ]]  # fmt: skip
+    _, two = value_decomposition_rows(results, "matrix/two_step-v0")
+    _, mono = value_decomposition_rows(results, "matrix/nonmonotonic-v0")
+    by = lambda rows, a: next(r for r in rows if r["algo"] == a)  # noqa: E731
+    optimal = lambda r: count(values(r, "action_0") == 1, lambda x: x)  # noqa: E731
+    safe = lambda r: count(values(r, "action_0") == 0, lambda x: x)  # noqa: E731
+    joint = lambda r: values(r, "action_0") * 3 + values(r, "action_1")  # noqa: E731
+    at_optimum = lambda r: count(joint(r) == 0, lambda x: x)  # noqa: E731
+    rows.append([
+        "`python baselines/value_decomposition_matrix.py --results "
+        "baselines/results/value_decomposition_matrix.json`",
+        ", ".join(sorted({r["parameter_mode"] for r in two + mono})),
+        f"two-step game: QMIX learns the optimal policy worth 8 ({optimal(by(two, 'qmix'))} "
+        f"seeds), VDN settles for 7 ({safe(by(two, 'vdn'))} seeds); non-monotonic game: the "
+        f"optimum 8 in {at_optimum(by(mono, 'qmix'))} seeds for QMIX, "
+        f"{at_optimum(by(mono, 'vdn'))} for VDN (uniformly random data)",
+        "Rashid et al. 2018; Son et al. 2019; Rashid et al. 2020",
+    ])  # fmt: skip
+    qdata, q = qtran_rows(results)
+    rows.append([
+        "`python baselines/qtran_nonmonotonic.py --results "
+        "baselines/results/qtran_nonmonotonic.json`",
+        ", ".join(sorted({r["parameter_mode"] for r in q.values()})),
+        f"non-monotonic game ({_steps(qdata['config']['env_steps_per_seed'])} env steps of "
+        f"uniformly random data): QTRAN's agents play the optimum 8 in {_optimum(q['qtran'])} "
+        f"seeds, QMIX in {_optimum(q['qmix'])} and VDN in {_optimum(q['vdn'])} (same learner, "
+        "data and budget)",
+        "Son et al. 2019",
+    ])  # fmt: skip
+    return markdown_table(header, rows)
+
+
+def generate(results: str = RESULTS) -> dict[str, str]:
+    """Every table's markdown, by marker name, from the result files in `results`."""
+    return {
+        "reproduced": reproduced_table(results),
+        "punishment-paper": punishment_table(results, "Dasgupta pairs (2)"),
+        "punishment-paper-population": punishment_table(results, "Dasgupta population, stages (4)"),
+        "punishment-pd2": punishment_table(results, "PD (2)"),
+        "punishment-staged": punishment_table(results, "PD population, stages (4)"),
+        "qtran": qtran_table(results),
+        "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
+        "value-decomposition-nonmonotonic": value_decomposition_table(
+            results, "matrix/nonmonotonic-v0"
+        ),
+    }
+
+
+def stale(results: str = RESULTS, root: str = ROOT) -> dict[str, list[str]]:
+    """Per document, the marked tables whose committed text differs from the data's."""
+    blocks = generate(results)
+    out, placed = {}, set()
+    for doc in DOCUMENTS:
+        with open(os.path.join(root, doc)) as f:
+            text = f.read()
+        placed.update(block_names(text))
+        names = stale_blocks(text, blocks)
+        if names:
+            out[doc] = names
+    unplaced = sorted(set(blocks) - placed)
+    if unplaced:
+        out["(no marker in any document)"] = unplaced
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale tables")
+    args = parser.parse_args(argv)
+    if args.check:
+        found = stale()
+        for doc, names in found.items():
+            print(f"{doc}: stale tables {names}: run python baselines/tables.py", file=sys.stderr)
+        return 1 if found else 0
+    blocks = generate()
+    for doc in DOCUMENTS:
+        path = os.path.join(ROOT, doc)
+        with open(path) as f:
+            text = f.read()
+        new = fill_blocks(text, blocks)
+        if new != text:
+            with open(path, "w") as f:
+                f.write(new)
+            print(f"rewrote {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

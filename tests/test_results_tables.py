@@ -1,0 +1,93 @@
+"""Results as data: result files round-trip, and the README tables equal what the files give.
+
+`baselines/tables.py` generates every table between `<!-- results:NAME -->` markers from the
+per-seed files in `baselines/results/`; a result file changed without regenerating fails here.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from marljax.shell import results
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def tables():
+    spec = importlib.util.spec_from_file_location(
+        "baseline_tables", os.path.join(ROOT, "baselines", "tables.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_tables_equal_the_stored_results(tables):
+    assert tables.stale() == {}, "run: python baselines/tables.py"
+
+
+def test_a_changed_result_file_makes_its_tables_stale(tables, tmp_path):
+    shutil.copytree(tables.RESULTS, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / tables.PUNISHMENT["independent"]
+    data = json.loads(path.read_text())
+    row = next(r for r in data["rows"] if r["family"] == "Dasgupta pairs (2)")
+    row["per_seed"][tables.COOP][0] = 1.0 - row["per_seed"][tables.COOP][0]
+    path.write_text(json.dumps(data))
+    stale = tables.stale(str(tmp_path))
+    assert "punishment-paper" in stale["baselines/README.md"]
+    assert "reproduced" in stale["README.md"]
+    assert "punishment-pd2" not in stale["baselines/README.md"]  # other families untouched
+
+
+def test_result_files_round_trip_with_provenance(tmp_path):
+    path = str(tmp_path / "sub" / "r.json")
+    rows = [{"condition": "a", "per_seed": {"x": np.array([1.0, np.nan]), "n": [1, 2]}}]
+    written = results.write_results(path, "baselines/x.py", {"seeds": 2}, rows, ["--seeds", "2"])
+    data = results.read_results(path)
+    assert data == written
+    assert data["command"] == "python baselines/x.py --seeds 2"
+    assert {"jax", "marljax"} <= set(data["versions"]) and "git_commit" in data
+    np.testing.assert_array_equal(results.values(data["rows"][0], "x"), [1.0, np.nan])
+    with pytest.raises(KeyError, match="no metric 'y'"):
+        results.values(data["rows"][0], "y")
+    with pytest.raises(ValueError, match="per_seed"):
+        results.write_results(path, "baselines/x.py", {}, [{"condition": "a"}])
+    data["rows"][0]["per_seed"]["n"] = [1]
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="different seed counts"):
+        results.read_results(str(tmp_path / "bad.json"))
+    (tmp_path / "other.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a marljax result file"):
+        results.read_results(str(tmp_path / "other.json"))
+
+
+def test_statistics_are_computed_and_reproducible():
+    x = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 10.0])
+    assert results.mean_ci(x) == results.mean_ci(x)  # seeded resampling: same text every time
+    mean, low, high = results.mean_ci(x)
+    assert mean == pytest.approx(x.mean()) and low < mean < high
+    assert results.iqm(x) == pytest.approx(np.mean([0.0, 1.0, 1.0, 1.0]))  # middle 4 of 8
+    assert results.count(x, lambda v: v >= 1) == "5/8"
+    assert results.p_greater(np.array([1.0, 2.0]), np.array([1.0])) == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="finite"):
+        results.mean_ci(np.array([1.0, np.nan]))
+
+
+def test_blocks_are_filled_between_their_markers():
+    text = "a\n<!-- results:t -->\nold\n<!-- /results:t -->\nb\n"
+    assert results.block_names(text) == ["t"]
+    new = results.fill_blocks(text, {"t": "| x |\n", "unused": "y"})
+    assert new == "a\n<!-- results:t -->\n| x |\n<!-- /results:t -->\nb\n"
+    assert results.stale_blocks(text, {"t": "| x |\n"}) == ["t"]
+    assert results.stale_blocks(new, {"t": "| x |\n"}) == []
+    with pytest.raises(KeyError, match="without a generator"):
+        results.fill_blocks(text, {})
+    table = results.markdown_table(["a", "b"], [[1, None]])
+    assert table == "| a | b |\n|---|---|\n| 1 |  |\n"
+    with pytest.raises(ValueError, match="cells"):
+        results.markdown_table(["a"], [[1, 2]])
