@@ -16,38 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from marljax.evaluation.results import curve_points  # noqa: F401  (the benchmark's curves)
+
 #: curve points of a benchmark run (windows of a tenth of training)
 POINTS = 10
-
-
-def curve_points(values: np.ndarray, env_steps: np.ndarray, points: int = POINTS):
-    """A run's curve at `points` windows of its updates.
-
-    Args:
-      values: `[S, U]` a metric per seed and update (NaN where no episode ended).
-      env_steps: `[U]` env steps at each update.
-      points: number of windows `K` (at most `U`).
-
-    Returns:
-      `(steps [K], curve [S, K])`: the env steps at each window's end and each seed's mean
-      over the window (NaN where no episode ended in the whole window).
-    """
-    values = np.asarray(values, np.float64)
-    env_steps = np.asarray(env_steps)
-    U = values.shape[-1]
-    if U < 1:
-        raise ValueError("a run with no update has no curve")
-    k = min(points, U)
-    edges = np.linspace(0, U, k + 1).round().astype(int)
-    curve = np.full((values.shape[0], k), np.nan)
-    for j in range(k):
-        window = values[:, edges[j] : edges[j + 1]]
-        ok = np.isfinite(window)
-        with np.errstate(invalid="ignore"):
-            curve[:, j] = np.where(
-                ok.any(1), np.nansum(window, 1) / np.maximum(ok.sum(1), 1), np.nan
-            )
-    return env_steps[edges[1:] - 1].astype(np.int64), curve
 
 
 def iqm_ci(values: np.ndarray, seed: int = 0) -> tuple[float, float, float]:

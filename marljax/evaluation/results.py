@@ -328,6 +328,90 @@ def _short(x: np.ndarray) -> str:
     return str(x) if len(x) <= 6 else f"[{x[0]}, {x[1]}, ..., {x[-1]}]"
 
 
+def curve_points(values: np.ndarray, env_steps: np.ndarray, points: int = 10):
+    """A run's curve at `points` windows of its updates.
+
+    Args:
+      values: `[S, U]` a metric per seed and update (NaN where no episode ended).
+      env_steps: `[U]` env steps at each update.
+      points: number of windows `K` (at most `U`).
+
+    Returns:
+      `(steps [K], curve [S, K])`: the env steps at each window's end and each seed's mean
+      over the window (NaN where no episode ended in the whole window).
+    """
+    values = np.asarray(values, np.float64)
+    env_steps = np.asarray(env_steps)
+    U = values.shape[-1]
+    if U < 1:
+        raise ValueError("a run with no update has no curve")
+    k = min(points, U)
+    edges = np.linspace(0, U, k + 1).round().astype(int)
+    curve = np.full((values.shape[0], k), np.nan)
+    for j in range(k):
+        window = values[:, edges[j] : edges[j + 1]]
+        ok = np.isfinite(window)
+        with np.errstate(invalid="ignore"):
+            curve[:, j] = np.where(
+                ok.any(1), np.nansum(window, 1) / np.maximum(ok.sum(1), 1), np.nan
+            )
+    return env_steps[edges[1:] - 1].astype(np.int64), curve
+
+
+def aligned_marl_eval(
+    metrics: dict[str, np.ndarray],
+    env_steps: np.ndarray,
+    env_id: str,
+    algorithm: str,
+    run_names: list[str],
+    points: int = 20,
+) -> dict[str, Any]:
+    """marl-eval JSON whose runs all have the same steps, whatever their logging schedules.
+
+    Each metric's curve is cut into `points` equal windows of the updates (`curve_points`); a
+    window in which no episode ended (or no evaluation ran) takes the previous window's value,
+    and the steps start at the first window where every run and metric has a value. So every run
+    of every file exported with the same `points` has the keys `step_0 .. step_{T-1}` and the
+    same metrics in each, plus `absolute_metrics` (each metric's last value), which
+    marl-eval's `concatenate_json_files` and `data_process_pipeline` need.
+
+    Args:
+      metrics: export name (e.g. `"return"`, `"eval_return"`, `"win_rate"`) -> `[R, U]` values.
+      env_steps: `[U]` env steps of the updates.
+      env_id: registered id `family/name-vN` (family = marl-eval's env, the rest its task).
+      algorithm: the algorithm's name in the file (commas are refused by marl-eval).
+      run_names: `R` names, e.g. `["seed_0", ...]`.
+      points: windows per run.
+
+    Raises:
+      ValueError: a metric with no value at all in some run, or a comma in `algorithm`.
+    """
+    if "," in algorithm:
+        raise ValueError(f"marl-eval refuses commas in algorithm names: {algorithm!r}")
+    curves, steps = {}, None
+    for name, values in metrics.items():
+        steps, curve = curve_points(values, env_steps, points)
+        for r in range(curve.shape[0]):
+            row = curve[r]
+            if not np.isfinite(row).any():
+                raise ValueError(f"{name} has no value in run {run_names[r]}")
+            for k in range(1, row.size):  # carry the last value over empty windows
+                if not np.isfinite(row[k]):
+                    row[k] = row[k - 1]
+        curves[name] = curve
+    start = max(int(np.argmax(np.isfinite(c).all(0))) for c in curves.values())
+    family, _, task = env_id.partition("/")
+    runs: dict[str, Any] = {}
+    for r, run in enumerate(run_names):
+        entry: dict[str, Any] = {}
+        for t, k in enumerate(range(start, len(steps))):
+            entry[f"step_{t}"] = {"step_count": int(steps[k])}
+            entry[f"step_{t}"].update({n: [float(c[r, k])] for n, c in curves.items()})
+        entry["absolute_metrics"] = {n: [float(c[r, -1])] for n, c in curves.items()}
+        runs[run] = entry
+    return {family: {task: {algorithm: runs}}}
+
+
 def scores_to_marl_eval(
     curves: dict[str, np.ndarray],
     step_counts: np.ndarray,

@@ -40,7 +40,8 @@ def write_metrics(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) ->
     S = metrics["episode_return"].shape[1]
     data: dict[str, Any] = {}
     for g, label in enumerate(setting_labels(built)):
-        algo = exp.algo if not label else f"{exp.algo}[{label}]"
+        # marl-eval refuses commas in algorithm names: settings are separated by spaces
+        algo = exp.algo if not label else f"{exp.algo}[{label.replace(',', ' ')}]"
         per = {k: v[g] for k, v in metrics.items() if v.ndim == 3}
         names = (
             "episode_return",
@@ -76,7 +77,77 @@ def write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> No
         pass
 
 
-__all__ = ["setting_labels", "write_metrics", "write_plot"]
+def export_marl_eval(run_dirs: list[str], out_dir: str, points: int = 20) -> list[str]:
+    """One marl-eval JSON per run directory in `out_dir`, every run on the same step grid.
+
+    For merging with marl-eval's `concatenate_json_files` (which reads every `*.json` under a
+    folder, so `out_dir` must be new or empty and holds only these files) and comparing runs
+    whose logging schedules differ: each metric is cut into `points` windows of the run's
+    updates (`marljax.evaluation.results.aligned_marl_eval`). Metrics: `return` (training
+    episodes), `eval_return` (greedy evaluations, when the run has them) and the task's scores
+    (e.g. `win_rate`); one algorithm per setting, `algo` or `algo[lr=0.001 ent_coef=0.01]`.
+
+    Returns:
+      The files written.
+
+    Raises:
+      ValueError: `out_dir` exists and is not empty, or a run cannot be read (named).
+    """
+    if points < 2:
+        raise ValueError(f"points must be >= 2, got {points}")
+    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
+        raise ValueError(
+            f"{out_dir} exists and is not an empty folder: marl-eval reads every .json under "
+            "it, so the export needs a folder of its own (choose a new --to)"
+        )
+    runs = [plots.load_run(d) for d in run_dirs]
+    entries = []  # (file name, env, algorithm, seeds, metrics)
+    for run in runs:
+        with np.load(run.run_dir / "metrics.npz") as m:
+            evals = {k: np.asarray(m[k], np.float64) for k in m.files if k.startswith("eval/")}
+        exp = run.config.get("experiment", {})
+        seeds = [f"seed_{int(exp.get('seed', 0)) + s}" for s in range(run.returns.shape[1])]
+        for g, label in enumerate(run.labels):
+            metrics = {"return": run.returns[g]}
+            metrics.update({score_label(k).replace(" ", "_"): v[g] for k, v in run.scores.items()})
+            for k, v in evals.items():
+                if k != "eval/episode_return" and not k.startswith("eval/task/"):
+                    continue
+                v = v[g].reshape(*v.shape[1:3], -1).mean(-1)  # per-agent values: their mean
+                if np.isfinite(v).any(axis=-1).all():  # an evaluation in every seed
+                    metrics[
+                        "eval_" + (k.removeprefix("eval/task/") if "task/" in k else "return")
+                    ] = v
+            entries.append((run, label.replace(",", " "), seeds, metrics))
+    # marl-eval reads the same metrics from every run: only those all runs have
+    shared = set.intersection(*(set(e[3]) for e in entries))
+    dropped = sorted(set().union(*(set(e[3]) for e in entries)) - shared)
+    if dropped:
+        print(f"marljax: note: not every run has {dropped}: exported without them")
+    files: dict[str, dict] = {}
+    names = {}
+    for run, algo, seeds, metrics in entries:
+        kept = {k: v for k, v in metrics.items() if k in shared}
+        out = results.aligned_marl_eval(kept, run.env_steps, run.env, algo, seeds, points)
+        if run.run_dir not in names:
+            name = run.run_dir.name
+            while name in files:
+                name += "_"
+            names[run.run_dir], files[name] = name, {}
+        data = files[names[run.run_dir]]
+        for env_name, tasks in out.items():
+            for task, algos in tasks.items():
+                data.setdefault(env_name, {}).setdefault(task, {}).update(algos)
+    written: list[str] = []
+    os.makedirs(out_dir, exist_ok=True)
+    for name, data in files.items():
+        path = os.path.join(out_dir, f"{name}.json")
+        results.write_json(path, data)
+        written.append(path)
+    return written
+
+
+__all__ = ["export_marl_eval", "setting_labels", "write_metrics", "write_plot"]
 
 
 def write_tune_events(run_dir: str, events: list[dict], summary: dict | None = None) -> None:

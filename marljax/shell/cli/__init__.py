@@ -8,6 +8,7 @@ marljax train --check-finite                     # stop at the first NaN/inf, ke
 marljax train --algo qmix --env matrix/two_step-v0 --set recurrent=false --qtable
 marljax sweep --algo ippo --sample lr=log:1e-4:1e-2 --num-samples 16 --seeds 4
 marljax plot runs/<run> runs/<other run>         # PNG figures in plots/<run>_vs_<other run>
+marljax export runs/<run> runs/<other> --to me/  # marl-eval JSON, one step grid for all runs
 marljax psro --env matrix/rps-v0 --meta-solver nash --population 16   # population training
 marljax render runs/<run>                        # one greedy episode as an animated GIF
 marljax envs                                     # list registered environments
@@ -24,6 +25,7 @@ from marljax.shell.cli.commands import (
     cmd_check,
     cmd_envs,
     cmd_eval,
+    cmd_export,
     cmd_plot,
     cmd_render,
 )
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_plot(args)
         if args.command == "eval":
             return cmd_eval(args)
+        if args.command == "export":
+            return cmd_export(args)
         if args.command == "render":
             return cmd_render(args)
         if args.command == "envs":

@@ -1,4 +1,4 @@
-"""`marljax plot`, `eval`, `render`, `benchmark`, `check`, `envs` and `bench`."""
+"""`marljax plot`, `eval`, `export`, `render`, `benchmark`, `check`, `envs` and `bench`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise cfg.ConfigError(f"--top must be >= 0 (0 shows every setting), got {top}")
     out = args.out or default_plot_dir(args.run_dirs)
     for path in plot_runs(args.run_dirs, out, top=top or None):
+        print(path)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from marljax.shell.outputs import export_marl_eval
+
+    for path in export_marl_eval(args.run_dirs, args.to, args.points):
         print(path)
     return 0
 

@@ -264,6 +264,24 @@ def _add_plot_parser(sub) -> None:
     )
 
 
+def _add_export_parser(sub) -> None:
+    """The `export` subcommand's options."""
+    ex = sub.add_parser(
+        "export",
+        help="write runs' metrics as marl-eval JSON, all on one step grid",
+        description="One marl-eval JSON per run directory in a new folder (marl-eval's "
+        "concatenate_json_files reads every .json under it), each metric cut into the same "
+        "number of windows of the run's updates, so runs with different logging schedules "
+        "merge: return, eval_return (greedy evaluations, when the runs have them) and the "
+        "task's scores (e.g. win_rate).",
+    )
+    ex.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    ex.add_argument("--to", required=True, metavar="DIR", help="a new or empty output folder")
+    ex.add_argument(
+        "--points", type=positive_int, default=20, help="steps per run in the file (default 20)"
+    )
+
+
 def _add_eval_parser(sub) -> None:
     """The `eval` subcommand's options."""
     ev = sub.add_parser(
@@ -398,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_parser(sub)
     _add_plot_parser(sub)
     _add_eval_parser(sub)
+    _add_export_parser(sub)
     _add_render_parser(sub)
     _add_benchmark_parser(sub)
     _add_psro_parser(sub)
