@@ -40,7 +40,7 @@ defection to 2 x 3 mutual cooperation, per game an agent is in; Coin Game: +1 pe
 
 `--parameter-mode independent` gives every agent its own network (the default is the learner's:
 one network with an agent id for IQL, `shared_id`); `--results FILE` writes every condition's
-per-seed metrics with the configuration (`marljax.shell.results`), from which
+per-seed metrics with the configuration (`marljax.shell.result_files`), from which
 `baselines/tables.py` generates the README tables.
 
     python baselines/social_mechanisms.py [--algo ippo|iql] [--seeds 32] [--steps 60000]
@@ -58,7 +58,7 @@ from marljax.agents.base import Observation
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.shell.experiment import Experiment, build, run_experiment
-from marljax.shell.results import p_greater, write_results
+from marljax.shell.result_files import p_greater, write_results
 from marljax.training.train import TrainConfig
 
 #: (family, condition, env id, env options, rounds per episode); the first condition of a family

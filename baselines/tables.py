@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from marljax.shell.results import (
+from marljax.shell.result_files import (
     block_names,
     count,
     fill_blocks,

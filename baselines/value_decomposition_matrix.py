@@ -26,7 +26,7 @@ import numpy as np
 from marljax.agents.base import Observation
 from marljax.agents.qlearning import first_step_q_table, format_q_table, q_table
 from marljax.shell.experiment import Experiment, build, run_experiment
-from marljax.shell.results import write_results
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 AGENT = {

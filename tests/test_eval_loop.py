@@ -4,6 +4,7 @@ directories (`load_policy`, `evaluate_run`, `marljax eval`), cross-play of two r
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 
 import jax
@@ -211,6 +212,26 @@ def test_evaluate_run_repeats_the_final_in_program_evaluation(sweep_dir):
     np.testing.assert_array_equal(csv["update"], [1, 2, 3])  # a line per chunk
 
 
+def test_eval_of_a_social_dilemma_reports_its_social_metrics(tmp_path, capsys):
+    """`marljax eval` on a run of the repeated PD: cooperation rate with IQM and CI per seed,
+    in the printout and eval.json, and the returns of the plain evaluation unchanged."""
+    from marljax.shell.policy import evaluate_run
+
+    exp = Experiment(algo="ippo", env="social/ipd-v0", seeds=2, out_dir=str(tmp_path),
+                     name="pd", train={"num_envs": 4, "rollout_len": 20, "total_env_steps": 160,
+                                       "eval_episodes": 2})  # fmt: skip
+    result = run_experiment(exp, progress=False)
+    report = evaluate_run(result.run_dir)
+    np.testing.assert_array_equal(
+        report.returns, result.metrics["eval/episode_return"][0, :, -1].astype(np.float64)
+    )
+    coop = report.scores["social/cooperation_rate"]["per_seed"]
+    assert coop.shape == (2,) and ((0 <= coop) & (coop <= 1)).all()
+    assert "social/cooperation rate: IQM" in str(report)
+    with open(os.path.join(result.run_dir, "eval.json")) as f:
+        assert set(json.load(f)["social/cooperation_rate"]["per_seed"]) == {"seed_0", "seed_1"}
+
+
 def test_load_policy_acts_like_the_agent(sweep_dir):
     result = sweep_dir
     policy = marljax.load_policy(result.run_dir, setting="lr=0.03", seed=1)
@@ -245,7 +266,7 @@ def test_bad_settings_seeds_and_runs_without_checkpoints(sweep_dir, tmp_path):
 
 
 def test_crossplay_of_two_runs_has_self_play_on_the_diagonal(sweep_dir):
-    from marljax.shell.policy import crossplay_runs
+    from marljax.shell.crossplay import crossplay_runs
 
     run_dir = sweep_dir.run_dir
     out = crossplay_runs(run_dir, run_dir, roles_a=(0,), episodes=2, setting_a=0, setting_b=0)

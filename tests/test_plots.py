@@ -296,6 +296,14 @@ def test_curve_band_is_the_mean_with_its_bootstrap_interval():
     assert plots.curve_band(np.full((2, 3), np.nan), np.arange(3)) is None
 
 
+def test_a_band_over_few_seeds_says_what_it_is():
+    """Two seeds' bootstrap band is the range between them: the legend says so."""
+    two = plots.curve_band(np.array([[0.0, 1.0], [2.0, 3.0]]), np.arange(2))
+    np.testing.assert_allclose([two.low[0], two.high[0]], [0.0, 2.0])
+    assert "not a 95% CI" in plots.band_name([2]) and "not a" not in plots.band_name([8])
+    assert plots.band_name([1]) == "1 seed (no confidence band)"
+
+
 def test_cli_plot_writes_to_a_new_folder(tmp_path, monkeypatch, capsys):
     a = _run_dir(tmp_path / "runs" / "a", lr=1e-3)
     b = _run_dir(tmp_path / "runs" / "b", lr=3e-4)

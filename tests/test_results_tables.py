@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from marljax.shell import results
+from marljax.shell import result_files as results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

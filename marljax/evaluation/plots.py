@@ -631,6 +631,10 @@ def curve_band(
     return CurveBand(steps[ok], mean, low, high, num_seeds)
 
 
+#: below this many seeds a bootstrap band is labelled as the seeds' range (`band_name`)
+FEW_SEEDS = 5
+
+
 def band_name(num_seeds: Sequence[int], confidence: float = 0.95) -> str:
     """The legend title that names the curve statistic and its band (`curve_band`), e.g.
     "line: mean over 4 seeds" and "band: 95% bootstrap CI of the mean" on two lines."""
@@ -638,7 +642,10 @@ def band_name(num_seeds: Sequence[int], confidence: float = 0.95) -> str:
     if counts == [1]:
         return "1 seed (no confidence band)"
     seeds = f"{counts[0]} seeds" if len(counts) == 1 else "seeds (n per curve)"
-    return f"line: mean over {seeds}\nband: {confidence:.0%} bootstrap CI of the mean"
+    name = f"line: mean over {seeds}\nband: {confidence:.0%} bootstrap CI of the mean"
+    if counts[0] < FEW_SEEDS:  # a percentile bootstrap over 2-4 values undercovers
+        name += f"\n(under {FEW_SEEDS} seeds: about the seeds' range, not a {confidence:.0%} CI)"
+    return name
 
 
 def _draw_learning_curves(

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -28,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax.core import config as cfg
+from marljax.evaluation.social import SocialMetrics
 from marljax.shell import rundir
 from marljax.training.rollout import score_label, task_metric_names
 from marljax.training.train import EVAL_STREAM, eval_budget, make_evaluate
@@ -264,7 +264,10 @@ class EvalReport:
       iqm, ci: interquartile mean over seeds and its 95% stratified-bootstrap interval.
       seeds, setting, env, episodes, step, run_dir: what was evaluated.
       scores: the task's own scores (e.g. SMAX's win rate), `{"task/<name>": {"per_seed": [S],
-        "iqm": float, "ci": (low, high)}}`; empty for a task without one.
+        "iqm": float, "ci": (low, high)}}`, and in social dilemmas (envs that label
+        cooperation, punishment or tagging) the social metrics `"social/<name>"`
+        (`marljax.evaluation.social.SocialMetrics`: cooperation and punishment rates,
+        efficiency, equality, sustainability, peace); empty for a task without any.
     """
 
     returns: np.ndarray
@@ -365,6 +368,9 @@ def evaluate_run(
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     budget = eval_budget(dataclasses.replace(train, eval_steps=max_steps or 0), target_params)
+    social = SocialMetrics(target)  # social dilemmas: cooperation, punishment, peace rates
+    if social.has_cooperated or social.has_punished or social.has_tagged:
+        target = social
     evaluate = make_evaluate(target, built.agent, episodes, budget)
     agent_states = jax.tree.map(lambda x: x[g], run.states.agent_state)  # [S, ...]
     if key is None:
@@ -389,7 +395,8 @@ def evaluate_run(
 
     iqm, ci = iqm_ci(returns)
     scores = {}
-    for name in task_metric_names(out):  # "eval/task/<name>"
+    social_names = sorted(n for n in out if n.startswith("eval/social/"))
+    for name in task_metric_names(out) + social_names:  # "eval/task/<name>", "eval/social/..."
         per_seed = np.asarray(out[name], np.float64)
         point, interval = iqm_ci(per_seed)
         scores[name.removeprefix("eval/")] = {"per_seed": per_seed, "iqm": point, "ci": interval}
@@ -426,74 +433,4 @@ def _check_same_spaces(env_a, params_a, env_b, params_b, id_a: str, id_b: str) -
             )
 
 
-def crossplay_runs(
-    run_a: str | os.PathLike,
-    run_b: str | os.PathLike,
-    roles_a: Sequence[int] = (0,),
-    episodes: int = 16,
-    setting_a: Any = None,
-    setting_b: Any = None,
-    key: jax.Array | None = None,
-) -> dict[str, np.ndarray]:
-    """Every seed of run A with every seed of run B: A controls the agents `roles_a`, B the
-    others, both greedy (same env; any two algorithms).
-
-    Returns:
-      `{"return": [S_a, S_b] mean episode return (mean over agents), "per_agent": [S_a, S_b,
-      A]}`.
-    """
-    from marljax.evaluation.crossplay import crossplay_matrix
-
-    a, b = _read(run_a), _read(run_b)
-    _check_same_spaces(a.built.env, a.built.env_params, b.built.env, b.built.env_params,
-                       a.exp.env, b.exp.env)  # fmt: skip
-    env, params = a.built.env, a.built.env_params
-    mine = np.isin(np.arange(env.num_agents), list(roles_a))
-    if mine.all() or not mine.any() or not set(roles_a) <= set(range(env.num_agents)):
-        raise ValueError(
-            f"roles_a={list(roles_a)} must name some but not all of the agents "
-            f"0..{env.num_agents - 1}"
-        )
-    ga, gb = _setting_index(a, setting_a), _setting_index(b, setting_b)
-    _check_finite(a, ga, list(range(a.exp.seeds)))
-    _check_finite(b, gb, list(range(b.exp.seeds)))
-    ha = jax.tree.map(lambda x: x[ga], a.built.hparams)
-    hb = jax.tree.map(lambda x: x[gb], b.built.hparams)
-    budget = eval_budget(a.built.trainer.config, params)
-    joint = _joint_agent(a.built.agent, b.built.agent, jnp.asarray(mine))
-    evaluate = make_evaluate(env, joint, episodes, budget)
-
-    def play(state_a, state_b, k):
-        out = evaluate((state_a, state_b), (ha, hb), params, k)
-        return out["eval/episode_return_per_agent"]
-
-    key = jax.random.PRNGKey(0) if key is None else key
-    table = np.asarray(
-        crossplay_matrix(
-            play,
-            jax.tree.map(lambda x: x[ga], a.states.agent_state),
-            key,
-            jax.tree.map(lambda x: x[gb], b.states.agent_state),
-        )
-    )
-    return {"return": table.mean(-1), "per_agent": table}
-
-
-def _joint_agent(agent_a: Any, agent_b: Any, mine: jax.Array) -> Any:
-    """An agent acting with `agent_a` for the agents where `mine`, `agent_b` for the others
-    (state, carry and hparams are pairs)."""
-
-    def act(state, carry, obs, key, hparams, greedy=False):
-        ka, kb = jax.random.split(key)
-        kwargs = {"greedy": True} if greedy else {}
-        act_a, carry_a, _ = agent_a.act(state[0], carry[0], obs, ka, hparams[0], **kwargs)
-        act_b, carry_b, _ = agent_b.act(state[1], carry[1], obs, kb, hparams[1], **kwargs)
-        m = mine.reshape((1, -1) + (1,) * (act_a.ndim - 2))
-        return jnp.where(m, act_a, act_b), (carry_a, carry_b), ()
-
-    return agent_a._replace(
-        act=act, initial_carry=lambda n: (agent_a.initial_carry(n), agent_b.initial_carry(n))
-    )
-
-
-__all__ = ["EvalReport", "Policy", "crossplay_runs", "evaluate_run", "load_policy"]
+__all__ = ["EvalReport", "Policy", "evaluate_run", "load_policy"]

@@ -32,7 +32,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from marljax.shell.policy import crossplay_runs, evaluate_run
+    from marljax.shell.crossplay import crossplay_runs
+    from marljax.shell.policy import evaluate_run
 
     setting = args.setting
     if setting is not None and setting.isdigit():
