@@ -690,6 +690,31 @@ def test_unbounded_config_files_are_refused_under_2gib(tmp_path):
     assert "Traceback" not in out.stderr
 
 
+def test_unbounded_eval_and_psro_sizes_are_refused_under_2gib(finished_run):
+    """`eval --episodes 100000000` and `psro --population 100000000` (once an out-of-memory
+    traceback and a hang): refused before compiling, nothing written, peak RSS under 2 GiB."""
+    import subprocess
+    import sys
+
+    before = sorted(p.name for p in finished_run.iterdir())
+    script = (
+        "import re, sys\n"
+        "from marljax.shell.cli import main\n"
+        "codes = [main(['eval', sys.argv[1], '--episodes', '100000000']),\n"
+        "         main(['psro', '--population', '100000000'])]\n"
+        "peak = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+        "print(codes, peak)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(finished_run)],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    codes, rss_kib = out.stdout.strip().rsplit(" ", 1)
+    assert codes == "[2, 2]", out.stderr
+    assert int(rss_kib) < 2 * 1024 * 1024, f"peak RSS {int(rss_kib) / 1024:.0f} MiB"
+    assert "use fewer --episodes" in out.stderr and "use a smaller --population" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert sorted(p.name for p in finished_run.iterdir()) == before
+
+
 def test_user_errors_of_the_third_probe_are_messages(tmp_path, finished_run, capsys):
     """Each once a traceback or silently ignored: now `marljax: error:` (or argparse's) with
     exit 2, no traceback, and the run directory unchanged."""

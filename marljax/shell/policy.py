@@ -371,13 +371,15 @@ def evaluate_run(
     social = SocialMetrics(target)  # social dilemmas: cooperation, punishment, peace rates
     if social.has_cooperated or social.has_punished or social.has_tagged:
         target = social
-    evaluate = make_evaluate(target, built.agent, episodes, budget)
     agent_states = jax.tree.map(lambda x: x[g], run.states.agent_state)  # [S, ...]
+    hparams = jax.tree.map(lambda x: x[g], built.hparams)
+    _check_eval_memory(target, built.agent, target_params, agent_states, hparams, episodes,
+                       budget, exp.seeds)  # fmt: skip
+    evaluate = make_evaluate(target, built.agent, episodes, budget)
     if key is None:
         keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_STREAM))(run.states.key[g])
     else:
         keys = jax.random.split(key, exp.seeds)
-    hparams = jax.tree.map(lambda x: x[g], built.hparams)
     out = jax.jit(jax.vmap(evaluate, in_axes=(0, None, None, 0)))(
         agent_states, hparams, target_params, keys
     )
@@ -421,6 +423,24 @@ def evaluate_run(
         rundir.refuse_links(run.run_dir)
         results.write_json(os.path.join(run.run_dir, name), report.to_dict())
     return report
+
+
+def _check_eval_memory(env, agent, params, agent_states, hparams, episodes, steps, seeds,
+                       available: int | None = None) -> None:  # fmt: skip
+    """Refuse an evaluation whose env states and episode records would not fit in host memory
+    (e.g. `--episodes 100000000`), before compiling."""
+    from marljax.training import execute as ex
+    from marljax.training.train import evaluate_bytes
+
+    one = jax.tree.map(lambda x: x[0], agent_states)
+    need = 2 * seeds * evaluate_bytes(env, agent, params, one, hparams, episodes, steps)
+    available = ex._host_available_bytes() if available is None else available
+    if need > available:
+        raise ValueError(
+            f"evaluating {seeds} seeds x {episodes:,} episodes x {steps:,} steps needs about "
+            f"{ex.fmt_bytes(need)}, more than the {ex.fmt_bytes(available)} available; use fewer "
+            "--episodes or a smaller --max-steps. Nothing was run or written."
+        )
 
 
 def _check_same_spaces(env_a, params_a, env_b, params_b, id_a: str, id_b: str) -> None:

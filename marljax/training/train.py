@@ -324,6 +324,32 @@ def make_evaluate(env: Environment, agent: Agent, num_episodes: int, num_steps: 
     return evaluate
 
 
+def evaluate_bytes(
+    env: Environment,
+    agent: Agent,
+    env_params: EnvParams,
+    agent_state: Any,
+    hparams: Any,
+    num_episodes: int,
+    num_steps: int,
+) -> int:
+    """Bytes `make_evaluate`'s evaluation of one agent state holds: `num_episodes` env states
+    and every step's episode record (shapes traced for one env and one step; nothing runs)."""
+    vec_env = rollout.batched_env(env)
+
+    def one(key):
+        state = rollout.reset(vec_env, env_params, key, key, 1, agent.initial_carry(1))
+        _, episodes = rollout.rollout(
+            vec_env, env_params, agent, agent_state, hparams, state, 1,
+            greedy=True, record=lambda t: t.episode,
+        )  # fmt: skip
+        return state, episodes
+
+    state, episodes = jax.eval_shape(one, jax.random.PRNGKey(0))
+    size = lambda tree: sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))  # noqa: E731
+    return int(num_episodes) * (size(state) + int(num_steps) * size(episodes))
+
+
 def combine_shard_metrics(metrics: dict[str, Array], axis_name: str) -> dict[str, Array]:
     """One update's runner metrics from shards of the environments, for the whole batch.
 

@@ -334,6 +334,24 @@ def cmd_psro(args: argparse.Namespace) -> int:
     return _run_psro(args.env, config, PSROHParams(), args.seeds, args.seed, args.json, record)
 
 
+def _check_psro_memory(population: int, seeds: int, available: int | None = None) -> None:
+    """Refuse a PSRO run whose arrays would not fit in host memory, before tracing: per seed
+    and player a `[K, K]` payoff table and `K` meta-strategies over `K` policies, kept over the
+    `K` iterations (float32; twice that for the program's working copies)."""
+    from marljax.training import execute as ex
+
+    K = population
+    need = seeds * 2 * (2 * K * K) * 4 * 2
+    available = ex._host_available_bytes() if available is None else available
+    if need > available:
+        raise cfg.ConfigError(
+            f"--population {K:,} x --seeds {seeds:,} keeps about {ex.fmt_bytes(need)} of payoff "
+            f"tables and meta-strategies (K x K per seed and player), more than the "
+            f"{ex.fmt_bytes(available)} available; use a smaller --population or fewer seeds. "
+            "Nothing was run or written."
+        )
+
+
 def _run_psro(env_id, config, hparams, seeds, seed, json_path=None, record=None) -> int:
     """Run `make_psro` for `seeds` seeds in one program and print the NashConv curve."""
     import json
@@ -347,6 +365,7 @@ def _run_psro(env_id, config, hparams, seeds, seed, json_path=None, record=None)
     if seeds < 1:
         raise cfg.ConfigError(f"--seeds must be >= 1, got {seeds}")
     env, params = core.make(env_id)
+    _check_psro_memory(config.population_size, seeds)
     run = jax.jit(jax.vmap(make_psro(config, env, params), in_axes=(0, None)))
     keys = jax.vmap(jax.random.PRNGKey)(np.arange(seed, seed + seeds))
     out = jax.device_get(run(keys, hparams))
