@@ -25,6 +25,8 @@ import marljax
 from marljax.training.checkpoint import Checkpointer
 
 UPDATES = 12  # one checkpoint per update: many chances to die inside a write
+if os.environ.get("MARLJAX_KILLS"):
+    UPDATES = 4 * int(os.environ["MARLJAX_KILLS"])
 COMMON = [
     "--env",
     "matrix/ipd-v0",
@@ -57,6 +59,23 @@ CASES = [
         "sweep",
         ["--algo", "ippo", "--set", "hidden_sizes=8", "--grid", "lr=1e-3,3e-2"],
     ),
+    (  # population-based training: 2 populations of 4 draws, exploit/explore every 2 updates
+        # (copied states, new hparams and the tuner's events all survive the kills)
+        "sweep-pbt",
+        "sweep",
+        [
+            "--algo",
+            "ippo",
+            "--set",
+            "hidden_sizes=8",
+            "--sample",
+            "lr=log:1e-3:3e-2",
+            "--num-samples",
+            "4",
+            "--pbt",
+            "2",
+        ],
+    ),  # fmt: skip
     (  # off-policy: the replay buffer is part of the checkpointed agent state
         "qmix",
         "train",
@@ -106,7 +125,13 @@ CASES = [
 # next checkpoint's temporary folder appears (mid-write); a number, that many seconds (plus a
 # random fraction) later. Two kills per case (each kill is one more process start, about 12 s
 # on 2 cores): one inside a checkpoint write, one at a random moment of a resumed process.
-KILL_PLAN = ["write", 0.0]
+KILL_PLAN = [("write", signal.SIGKILL), (0.0, signal.SIGKILL)]
+# `MARLJAX_KILLS=N` (a campaign outside CI): N kills, in turn mid-write SIGKILL, SIGKILL at a
+# random moment and Ctrl-C (SIGINT) at a random moment; the run needs enough updates for them.
+if os.environ.get("MARLJAX_KILLS"):
+    _cycle = [("write", signal.SIGKILL), (0.0, signal.SIGKILL), (0.0, signal.SIGINT)]
+    KILL_PLAN = [_cycle[i % 3] for i in range(int(os.environ["MARLJAX_KILLS"]))]
+    UPDATES = 4 * len(KILL_PLAN)
 TIMEOUT = 240  # seconds for any single wait (a hang fails instead of eating the CI budget)
 
 
@@ -191,8 +216,8 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_run(case, command, extra
     run_dir, ckpt_dir = out / "cut", out / "cut" / "checkpoints"
     proc = start(command, [*COMMON, *extra, "--out", str(out), "--name", "cut"], tmp_path)
     reference = None
-    kills, mid_write = 0, 0
-    for plan in KILL_PLAN:
+    kills, mid_write, interrupts = 0, 0, 0
+    for plan, sig in KILL_PLAN:
         if reference is None and wait_for(lambda: newest(ckpt_dir) > 0, proc, "a checkpoint"):
             # The program is compiled and cached by now: the reference loads it.
             reference = start(
@@ -214,9 +239,10 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_run(case, command, extra
             time.sleep(plan + rng.uniform(0.0, 0.3))  # a random moment
         if not alive or proc.poll() is not None:
             break  # finished before the kill: nothing left to interrupt
-        proc.send_signal(signal.SIGKILL)
+        proc.send_signal(sig)
         proc.wait(timeout=TIMEOUT)
         kills += 1
+        interrupts += sig == signal.SIGINT
         steps, tmp = entries(ckpt_dir)
         if tmp:
             mid_write += 1
@@ -230,7 +256,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_run(case, command, extra
     if reference is None:  # (only if the run ended before its first checkpoint)
         reference = start(command, [*COMMON, *extra, "--out", str(out), "--name", "ref"], tmp_path)
     finish(reference)
-    print(f"{case}: {kills} SIGKILLs, {mid_write} mid-checkpoint")
+    print(f"{case}: {kills} kills ({interrupts} Ctrl-C), {mid_write} mid-checkpoint")
     assert kills >= 2, f"only {kills} kills landed before the run finished"
     assert mid_write >= 1, "no kill landed inside a checkpoint write"
     assert entries(ckpt_dir)[1] == [], "a temporary checkpoint folder was left behind"
