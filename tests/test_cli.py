@@ -690,6 +690,29 @@ def test_unbounded_config_files_are_refused_under_2gib(tmp_path):
     assert "Traceback" not in out.stderr
 
 
+def test_ctrl_c_is_a_message_not_a_traceback(tmp_path):
+    """Ctrl-C in a running `marljax train` (compiling or training): exit 130, one line naming
+    how to continue, no traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    at = SMALL_ARGS.index("--steps") + 1
+    long = [*SMALL_ARGS[:at], str(4 * 4 * 100_000), *SMALL_ARGS[at + 1 :]]  # more than we wait
+    command = [sys.executable, "-m", "marljax.shell.cli", "train", *long,
+               "--out", str(tmp_path), "--name", "r"]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (tmp_path / "r" / "manifest.json").exists():  # the run has started: it compiles
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, err
+    assert "marljax: interrupted" in err and "Traceback" not in err
+
+
 def test_unbounded_eval_and_psro_sizes_are_refused_under_2gib(finished_run):
     """`eval --episodes 100000000` and `psro --population 100000000` (once an out-of-memory
     traceback and a hang): refused before compiling, nothing written, peak RSS under 2 GiB."""

@@ -84,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"marljax: error: {msg}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: whatever was running has unwound (locks released)
+        print(
+            "marljax: interrupted; a run directory keeps its newest complete checkpoint "
+            "(continue it with --resume RUN_DIR)",
+            file=sys.stderr,
+        )
+        return 130
     return 0
 
 
