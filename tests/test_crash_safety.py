@@ -74,6 +74,8 @@ CASES = [
             "4",
             "--pbt",
             "2",
+            "--tune-set",
+            "metric=episode_return",
         ],
     ),  # fmt: skip
     (  # off-policy: the replay buffer is part of the checkpointed agent state
