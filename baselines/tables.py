@@ -43,7 +43,10 @@ MODE_NAMES = {"shared_id": "shared (one network + agent id)", "independent": "in
 
 
 def _steps(n: int) -> str:
-    return f"{n / 1e6:g}M" if n >= 1_000_000 and n % 100_000 == 0 else f"{n // 1000}k"
+    """200k, 1.5M; budgets that are not round thousands in full (9,600)."""
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1e6:g}M"
+    return f"{n // 1000}k" if n % 1000 == 0 else f"{n:,}"
 
 
 def _budget(data: dict, row: dict) -> str:
@@ -141,7 +144,7 @@ def qtran_table(results: str) -> str:
     """`qtran_nonmonotonic.py`: seeds whose greedy joint action is the optimum, per learner."""
     data, rows = qtran_rows(results)
     header = ["Learner", "Parameter mode", "Env steps x seeds", "Seeds playing the optimum (0, 0)",
-              "Greedy joint actions (count)", "Seed 0: row 0 of the utilities"]  # fmt: skip
+              "Greedy joint actions (count)", "Seed 0: agent 0's utilities Q_0(a)"]  # fmt: skip
     body = []
     for algo, row in rows.items():
         joint = zip(values(row, "action_0").astype(int), values(row, "action_1").astype(int))
@@ -169,7 +172,7 @@ def value_decomposition_rows(results: str, env: str) -> tuple[dict, list[dict]]:
 def _to_2b(row: dict) -> str:
     first = values(row, "action_0")
     to_2b, n = int(np.sum(first == 1)), first.size
-    parts = [f"{n - to_2b}/{n} go to 2A (safe, 7)", f"{to_2b}/{n} to 2B (optimal, 8)"]
+    parts = [f"{n - to_2b}/{n} go to 2A (safe, 7)", f"{to_2b}/{n} go to 2B (optimal, 8)"]
     return ", ".join(p for p in (parts if to_2b < n - to_2b else parts[::-1]) if p[0] != "0")
 
 
