@@ -200,13 +200,62 @@ def value_decomposition_table(results: str, env: str) -> str:
     return markdown_table(header, body)
 
 
+#: `baseline_main` scripts: (file stem, what it shows, the verdict that counts, reference)
+VERDICTS = [
+    ("mappo_penalty_game", "MAPPO reaches the optimal joint action (return 10) of the penalty "
+     "game k=0", "optimum reached", "Claus & Boutilier 1998"),
+    ("ippo_ipd_tit_for_tat", "IPPO learns to cooperate with tit-for-tat in the 10-round "
+     "repeated PD (return 30; always-defect gets 14)", "cooperates", "Axelrod 1984"),
+    ("mappo_climbing", "MAPPO converges to the climbing game's 7 equilibrium, not the optimum 11 "
+     "(relative overgeneralisation)", "nearest equilibrium (1, 1) = 7",
+     "Claus & Boutilier 1998"),
+    ("coma_penalty_game", "COMA reaches the optimal joint action (return 10) of the penalty game "
+     "k=0", "optimum reached", "Foerster et al. 2018; Claus & Boutilier 1998"),
+]  # fmt: skip
+
+
+def verdict_row(results: str, stem: str, what: str, verdict: str) -> tuple[dict, dict, str]:
+    """A `baseline_main` result file, its one row and "what: k/n seeds <verdict>"."""
+    data = read_results(os.path.join(results, f"{stem}.json"))
+    (row,) = data["rows"]
+    final = values(row, "final_return")
+    hits = count(np.array([v == verdict for v in row["verdict"]]), lambda x: x)
+    train = data["config"]["train"]
+    budget = f"{train['num_envs']} envs x {train['rollout_len']} steps x " + (
+        f"{train['total_env_steps'] // (train['num_envs'] * train['rollout_len'])} updates"
+    )
+    text = (f"{what}: {hits} seeds \"{verdict}\" ({budget}; final training return "
+            + ", ".join(f"{v:.2f}" for v in final) + ")")  # fmt: skip
+    return data, row, text
+
+
+def verdict_table(results: str) -> str:
+    """The `baseline_main` scripts on matrix games, from their result files."""
+    header = ["Script", "Learner", "Parameter mode", "Env steps x seeds", "Final training return",
+              "Verdict (counted)"]  # fmt: skip
+    body = []
+    for stem, _, verdict, _ in VERDICTS:
+        data, row, _ = verdict_row(results, stem, "", verdict)
+        final = values(row, "final_return")
+        hits = count(np.array([v == verdict for v in row["verdict"]]), lambda x: x)
+        body.append([f"`{stem}.py`", row["algo"].upper(), row["parameter_mode"],
+                     f"{_steps(data['config']['train']['total_env_steps'])} x {final.size}",
+                     ", ".join(f"{v:.2f}" for v in final), f"{hits} {verdict}"])  # fmt: skip
+    return markdown_table(header, body)
+
+
 def reproduced_table(results: str) -> str:
     """The README's rows whose numbers come from stored result files."""
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
               "reference"]  # fmt: skip
     data = read_results(os.path.join(results, PUNISHMENT["shared_id"]))
     steps = _steps(data["config"]["env_steps_per_seed"])
-    rows = [[
+    rows = []
+    for stem, what, verdict, reference in VERDICTS:
+        _, row, text = verdict_row(results, stem, what, verdict)
+        rows.append([f"`python baselines/{stem}.py --results baselines/results/{stem}.json`",
+                     row["parameter_mode"], text, reference])  # fmt: skip
+    rows += [[
         "`python baselines/social_mechanisms.py --algo iql --only \"PD (2),stages,Dasgupta pairs\""
         f" --seeds {data['config']['seeds']} --steps {data['config']['env_steps_per_seed']} "
         "--parameter-mode shared_id` (and `independent`)",
@@ -255,6 +304,7 @@ def generate(results: str = RESULTS) -> dict[str, str]:
         "punishment-pd2": punishment_table(results, "PD (2)"),
         "punishment-staged": punishment_table(results, "PD population, stages (4)"),
         "qtran": qtran_table(results),
+        "matrix-verdicts": verdict_table(results),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"
