@@ -91,3 +91,24 @@ def test_blocks_are_filled_between_their_markers():
     assert table == "| a | b |\n|---|---|\n| 1 |  |\n"
     with pytest.raises(ValueError, match="cells"):
         results.markdown_table(["a"], [[1, 2]])
+
+
+def test_baseline_main_writes_its_per_seed_results(tmp_path, capsys):
+    """`baselines/` scripts built on `baseline_main` take `--results FILE`: every seed's final
+    return and the script's verdict, with the experiment that produced them."""
+    from marljax.shell.experiment import Experiment, baseline_main, final_returns
+
+    exp = Experiment(algo="mappo", env="matrix/penalty_k0-v0", seeds=2,
+                     train={"num_envs": 4, "rollout_len": 4, "total_env_steps": 64},
+                     agent={"hidden_sizes": (8,), "num_minibatches": 1})  # fmt: skip
+    path = tmp_path / "r.json"
+    argv = ["--out", str(tmp_path), "--results", str(path)]
+    result = baseline_main("doc", exp, lambda r: "high" if r >= 5 else "low", argv=argv)
+    data = results.read_results(str(path))
+    (row,) = data["rows"]
+    final = results.values(row, "final_return")
+    np.testing.assert_array_equal(final, final_returns(result.metrics)[0])  # as printed
+    assert row["verdict"] == ["high" if r >= 5 else "low" for r in final]
+    assert row["parameter_mode"] == "shared_id" and data["config"]["algo"] == "mappo"
+    assert data["config"]["seeds"] == 2 and final.shape == (2,)
+    assert f"seed 0: final return {final[0]:.2f}" in capsys.readouterr().out
