@@ -9,6 +9,7 @@ LOLA's lookahead eta = 1.
 
     python baselines/lola_ipd.py                    # 32 seeds, 200 updates, init std 1
     python baselines/lola_ipd.py --init-std 0.1     # starts near the uniform random policy
+    python baselines/lola_ipd.py --init-std 1 0.1 --results baselines/results/lola_ipd.json
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from marljax.population import LOLAConfig, LOLAHParams, make_lola_ipd
 from marljax.population.lola import IPD_STATES
+from marljax.shell.result_files import write_results
 
 
 def main() -> None:
@@ -30,13 +32,28 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--lr", type=float, default=1.0)
     p.add_argument("--lookahead", type=float, default=1.0)
-    p.add_argument("--init-std", type=float, default=1.0)
+    p.add_argument("--init-std", type=float, nargs="+", default=[1.0])
     p.add_argument("--json", help="also write the summary as JSON to this path")
+    p.add_argument("--results", help="write every seed's outcome here (JSON)")
     args = p.parse_args()
 
     keys = jax.random.split(jax.random.PRNGKey(0), args.seeds)
-    hp = LOLAHParams(learning_rate=args.lr, lookahead=args.lookahead, init_std=args.init_std)
-    summary = {"args": vars(args)}
+    summary, rows = {"args": vars(args)}, []
+    for init_std in args.init_std:
+        hp = LOLAHParams(learning_rate=args.lr, lookahead=args.lookahead, init_std=init_std)
+        print(f"init std {init_std:g}:")
+        run_methods(args, keys, hp, summary, rows)
+    if args.results:
+        config = {"seeds": args.seeds, "updates": args.steps, "lr": args.lr,
+                  "lookahead": args.lookahead, "init_std": args.init_std, "gamma": 0.96}  # fmt: skip
+        write_results(args.results, "baselines/lola_ipd.py", config, rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=2)
+
+
+def run_methods(args, keys, hp, summary: dict, rows: list) -> None:
+    """LOLA and naive learners at one initialisation: print their row, collect the results."""
     print(
         f"| learners | avg reward / round (mean +- std over {args.seeds} seeds) | seeds "
         "cooperating (> -1.5) | " + " | ".join(f"P(C \\| {s})" for s in IPD_STATES) + " |"
@@ -55,16 +72,17 @@ def main() -> None:
             + " | ".join(f"{x:.2f}" for x in probs)
             + " |"
         )
-        summary[method] = {
+        per_agent = np.asarray(out.probabilities).mean(1)  # [S, 5]: mean over agents
+        per_seed = {"reward": reward, **{f"p_c/{st}": per_agent[:, i]
+                                         for i, st in enumerate(IPD_STATES)}}  # fmt: skip
+        rows.append({"method": method, "init_std": hp.init_std, "per_seed": per_seed})
+        summary[f"{method}@{hp.init_std:g}"] = {
             "avg_reward_mean": float(reward.mean()),
             "avg_reward_std": float(reward.std()),
             "cooperating_fraction": coop,
             "p_cooperate": dict(zip(IPD_STATES, map(float, probs))),
             "seconds_incl_compile": seconds,
         }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=2)
 
 
 if __name__ == "__main__":

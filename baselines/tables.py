@@ -1,4 +1,4 @@
-"""Generate the results tables of README.md and baselines/README.md from the stored result files.
+"""Generate the results tables of README.md, baselines/README.md and docs/ from the stored results.
 
 Every table between `<!-- results:NAME -->` markers is computed here from the per-seed files in
 `baselines/results/` (written by the baselines' `--results FILE`): means, CIs, IQMs and seed
@@ -34,7 +34,11 @@ from marljax.shell.result_files import (
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "baselines", "results")
 #: the files whose marked tables are generated
-DOCUMENTS = ("README.md", os.path.join("baselines", "README.md"))
+DOCUMENTS = (
+    "README.md",
+    os.path.join("baselines", "README.md"),
+    os.path.join("docs", "population.md"),
+)
 #: the punishment result files, one per parameter mode of the DQN learners
 PUNISHMENT = {"shared_id": "social_punishment_iql_shared_id.json",
               "independent": "social_punishment_iql_independent.json"}  # fmt: skip
@@ -244,6 +248,36 @@ def verdict_table(results: str) -> str:
     return markdown_table(header, body)
 
 
+def lola_table(results: str) -> str:
+    """`lola_ipd.py`: exact LOLA vs naive learners on the IPD, per initialisation."""
+    data = read_results(os.path.join(results, "lola_ipd.json"))
+    states = ("start", "CC", "CD", "DC", "DD")
+    header = ["Learners", "Init std", "Reward per round (mean +- std)",
+              "Seeds cooperating (> -1.5)",
+              "P(C \\| " + ", ".join(states) + ") (mean)"]  # fmt: skip
+    body = []
+    for row in data["rows"]:
+        reward = values(row, "reward")
+        body.append([row["method"].upper() if row["method"] == "lola" else row["method"],
+                     f"{row['init_std']:g}", f"{reward.mean():.3f} +- {reward.std():.3f}",
+                     count(reward, lambda x: x > -1.5),
+                     ", ".join(f"{values(row, 'p_c/' + st).mean():.2f}" for st in states)])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def lola_summary(results: str) -> str:
+    data = read_results(os.path.join(results, "lola_ipd.json"))
+    first = data["config"]["init_std"][0]
+    rows = {r["method"]: r for r in data["rows"] if r["init_std"] == first}
+    lola, naive = values(rows["lola"], "reward"), values(rows["naive"], "reward")
+    p = [f"{values(rows['lola'], 'p_c/' + st).mean():.2f}" for st in ("CC", "CD", "DC", "DD")]
+    return (f"exact LOLA on the IPD ({data['config']['updates']} updates, init std {first:g}): "
+            f"{count(lola, lambda x: x > -1.5)} seeds cooperate (reward per round "
+            f"{lola.mean():.2f}, tit-for-tat-like P(C \\| CC, CD, DC, DD) = {', '.join(p)}); "
+            f"naive learners defect in {count(naive, lambda x: x <= -1.5)} "
+            f"({naive.mean():.2f})")  # fmt: skip
+
+
 def reproduced_table(results: str) -> str:
     """The README's rows whose numbers come from stored result files."""
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
@@ -281,6 +315,9 @@ def reproduced_table(results: str) -> str:
         f"{at_optimum(by(mono, 'vdn'))} for VDN (uniformly random data)",
         "Rashid et al. 2018; Son et al. 2019; Rashid et al. 2020",
     ])  # fmt: skip
+    rows.append(["`python baselines/lola_ipd.py --init-std 1 0.1 --results "
+                 "baselines/results/lola_ipd.json`", "one policy per agent (exact gradients)",
+                 lola_summary(results), "Foerster et al. 2018"])  # fmt: skip
     qdata, q = qtran_rows(results)
     rows.append([
         "`python baselines/qtran_nonmonotonic.py --results "
@@ -305,6 +342,7 @@ def generate(results: str = RESULTS) -> dict[str, str]:
         "punishment-staged": punishment_table(results, "PD population, stages (4)"),
         "qtran": qtran_table(results),
         "matrix-verdicts": verdict_table(results),
+        "lola": lola_table(results),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"
