@@ -52,6 +52,7 @@ def test_result_files_round_trip_with_provenance(tmp_path):
     assert data == written
     assert data["command"] == "python baselines/x.py --seeds 2"
     assert {"jax", "marljax"} <= set(data["versions"]) and "git_commit" in data
+    assert data["git_dirty"] in (True, False, None)
     np.testing.assert_array_equal(results.values(data["rows"][0], "x"), [1.0, np.nan])
     with pytest.raises(KeyError, match="no metric 'y'"):
         results.values(data["rows"][0], "y")

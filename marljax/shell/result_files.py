@@ -56,6 +56,9 @@ def write_results(
       rows: one mapping per condition: its labels plus `"per_seed"`, a mapping from metric name
         to one value per seed (NaN is written as null).
       argv: the command's arguments (default `sys.argv[1:]`).
+
+    The file also records package versions, the git commit and `git_dirty` (tracked files
+    changed since that commit: the numbers came from uncommitted code).
     """
     from marljax.shell.build import _git_commit, _versions
 
@@ -67,6 +70,7 @@ def write_results(
         "config": _jsonable(dict(config)),
         "versions": _versions(),
         "git_commit": _git_commit(),
+        "git_dirty": _git_dirty(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "rows": [_jsonable(dict(r)) for r in rows],
     }
@@ -76,6 +80,19 @@ def write_results(
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_json(path, data)  # atomic; NaN was written as null above
     return data
+
+
+def _git_dirty() -> bool | None:
+    """Whether tracked files differ from the commit (None outside a git checkout)."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
 def read_results(path: str) -> dict[str, Any]:
