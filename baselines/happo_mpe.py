@@ -10,7 +10,8 @@ narrower networks and fewer steps. Use `--algo hatrpo` in `marljax train` for HA
     python baselines/happo_mpe.py [--seeds 2] [--out runs]
 """
 
-from marljax.shell.experiment import Experiment, baseline_main
+from marljax.shell.baseline import baseline_main
+from marljax.shell.experiment import Experiment
 from marljax.training.train import TrainConfig
 
 EXPERIMENT = Experiment(

@@ -7,7 +7,8 @@ Science 211, 1981 (payoffs R=3, S=0, T=5, P=1).
     python baselines/ippo_ipd_tit_for_tat.py [--seeds 4] [--out runs]
 """
 
-from marljax.shell.experiment import Experiment, baseline_main
+from marljax.shell.baseline import baseline_main
+from marljax.shell.experiment import Experiment
 from marljax.training.train import TrainConfig
 
 EXPERIMENT = Experiment(

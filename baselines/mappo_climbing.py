@@ -8,7 +8,8 @@ look better on average (relative overgeneralisation): learners settle on the (1,
     python baselines/mappo_climbing.py [--seeds 4] [--out runs]
 """
 
-from marljax.shell.experiment import Experiment, baseline_main
+from marljax.shell.baseline import baseline_main
+from marljax.shell.experiment import Experiment
 from marljax.training.train import TrainConfig
 
 OUTCOMES = {11.0: "optimum (0, 0) = 11", 7.0: "equilibrium (1, 1) = 7", 5.0: "(2, 2) = 5"}

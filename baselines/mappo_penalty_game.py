@@ -6,7 +6,8 @@ in cooperative multiagent systems", AAAI 1998 (common payoff; optimum 10 at two 
     python baselines/mappo_penalty_game.py [--seeds 4] [--out runs]
 """
 
-from marljax.shell.experiment import Experiment, baseline_main
+from marljax.shell.baseline import baseline_main
+from marljax.shell.experiment import Experiment
 from marljax.training.train import TrainConfig
 
 EXPERIMENT = Experiment(

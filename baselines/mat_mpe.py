@@ -9,7 +9,8 @@ joint action agent by agent, trained with PPO's clipped objective. The preset is
     python baselines/mat_mpe.py [--seeds 2] [--out runs]
 """
 
-from marljax.shell.experiment import Experiment, baseline_main
+from marljax.shell.baseline import baseline_main
+from marljax.shell.experiment import Experiment
 
 EXPERIMENT = Experiment(
     algo="mat",

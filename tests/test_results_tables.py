@@ -97,7 +97,8 @@ def test_blocks_are_filled_between_their_markers():
 def test_baseline_main_writes_its_per_seed_results(tmp_path, capsys):
     """`baselines/` scripts built on `baseline_main` take `--results FILE`: every seed's final
     return and the script's verdict, with the experiment that produced them."""
-    from marljax.shell.experiment import Experiment, baseline_main, final_returns
+    from marljax.shell.baseline import baseline_main
+    from marljax.shell.experiment import Experiment, final_returns
 
     exp = Experiment(algo="mappo", env="matrix/penalty_k0-v0", seeds=2,
                      train={"num_envs": 4, "rollout_len": 4, "total_env_steps": 64},

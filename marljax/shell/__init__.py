@@ -1,7 +1,7 @@
 """marljax.shell: what a user runs, on top of the library.
 
 - `experiment`: the typed `Experiment` spec, `build`, `run_experiment` (run directories,
-  resume, loggers, finiteness checks) and `baseline_main` for `baselines/` scripts.
+  resume, loggers, finiteness checks) and `baseline.baseline_main` for `baselines/` scripts.
 - `sweep`: `run_sweep` and the ranking of settings (the spaces: `marljax.training.space`).
 - `tune`: `run_tune`, PBT and successive halving inside a sweep's one program (the policies:
   `marljax.training.tune`).
