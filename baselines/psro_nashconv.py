@@ -9,6 +9,7 @@ softmax policy-gradient learner against opponents sampled from the meta-strategy
 
     python baselines/psro_nashconv.py                       # RPS and matching pennies, exact BR
     python baselines/psro_nashconv.py --br pg --seeds 8
+    python baselines/psro_nashconv.py --results baselines/results/psro_nashconv.json
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import marljax
 import marljax.envs  # noqa: F401
 from marljax.population import META_SOLVERS, PSROConfig, PSROHParams, make_psro
+from marljax.shell.result_files import write_results
 
 GAMES = ("matrix/rps-v0", "matrix/matching_pennies-v0")
 
@@ -33,7 +35,9 @@ def main() -> None:
     p.add_argument("--br", choices=("exact", "pg"), default="exact")
     p.add_argument("--solvers", nargs="*", default=sorted(META_SOLVERS))
     p.add_argument("--json", help="also write the curves (mean over seeds) as JSON")
+    p.add_argument("--results", help="write every seed's NashConv at the marked sizes (JSON)")
     args = p.parse_args()
+    rows = []
 
     keys = jax.random.split(jax.random.PRNGKey(0), args.seeds)
     marks = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= args.population]
@@ -64,6 +68,14 @@ def main() -> None:
             ]
             print(f"| {solver} | " + " | ".join(cells) + " |")
             curves[f"{env_id}/{solver}"] = nash_conv.mean(0).tolist()
+            per_seed = {f"nash_conv/K={k}": nash_conv[:, k - 1] for k in marks}
+            rows.append({"env": env_id, "meta_solver": solver, "best_response": args.br,
+                         "per_seed": per_seed})  # fmt: skip
+    if args.results:
+        config = {"seeds": args.seeds, "population": args.population, "best_response": args.br,
+                  "solvers": args.solvers, "games": list(GAMES),
+                  "meta_iterations": {"alpharank": 30, "others": 1000}}  # fmt: skip
+        write_results(args.results, "baselines/psro_nashconv.py", config, rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "nash_conv_mean": curves}, f, indent=2)

@@ -261,7 +261,8 @@ def lola_table(results: str) -> str:
         body.append([row["method"].upper() if row["method"] == "lola" else row["method"],
                      f"{row['init_std']:g}", f"{reward.mean():.3f} +- {reward.std():.3f}",
                      count(reward, lambda x: x > -1.5),
-                     ", ".join(f"{values(row, 'p_c/' + st).mean():.2f}" for st in states)])  # fmt: skip
+                     ", ".join(f"{values(row, 'p_c/' + st).mean():.2f}"
+                               for st in states)])  # fmt: skip
     return markdown_table(header, body)
 
 
@@ -276,6 +277,37 @@ def lola_summary(results: str) -> str:
             f"{lola.mean():.2f}, tit-for-tat-like P(C \\| CC, CD, DC, DD) = {', '.join(p)}); "
             f"naive learners defect in {count(naive, lambda x: x <= -1.5)} "
             f"({naive.mean():.2f})")  # fmt: skip
+
+
+#: PSRO meta-solvers in the order of docs/population.md, with their labels there
+SOLVERS = {"nash": "`nash`", "prd": "`prd`", "rae": "`rae` (`lambda = 1`, `epsilon = 0.1`)",
+           "alpharank": "`alpharank`", "uniform": "`uniform` (fictitious play)",
+           "last": "`last` (self-play)"}  # fmt: skip
+
+
+def psro_nash_conv(results: str, env: str) -> dict[str, dict]:
+    data = read_results(os.path.join(results, "psro_nashconv.json"))
+    return {r["meta_solver"]: r for r in data["rows"] if r["env"] == env}
+
+
+def psro_table(results: str, env: str) -> str:
+    """`psro_nashconv.py`: NashConv of the meta-strategy, mean over seeds, at sizes K."""
+    rows = psro_nash_conv(results, env)
+    marks = (1, 4, 8, 16)
+    header = ["meta-solver", *(f"K={k}" for k in marks)]
+    body = [[label, *(f"{values(rows[s], f'nash_conv/K={k}').mean():.3f}" for k in marks)]
+            for s, label in SOLVERS.items()]  # fmt: skip
+    return markdown_table(header, body)
+
+
+def psro_summary(results: str) -> str:
+    rows = psro_nash_conv(results, "matrix/rps-v0")
+    at = lambda s, k: f"{values(rows[s], f'nash_conv/K={k}').mean():.3f}"  # noqa: E731
+    n = len(values(rows["nash"], "nash_conv/K=1"))
+    return (f"PSRO on RPS ({n} seeds, exact best responses): the Nash meta-solver's NashConv "
+            f"falls from {at('nash', 1)} to {at('nash', 8)} by 8 policies, fictitious play "
+            f"(uniform) to {at('uniform', 16)} at 16, self-play stays at "
+            f"{at('last', 16)}")  # fmt: skip
 
 
 def reproduced_table(results: str) -> str:
@@ -318,6 +350,10 @@ def reproduced_table(results: str) -> str:
     rows.append(["`python baselines/lola_ipd.py --init-std 1 0.1 --results "
                  "baselines/results/lola_ipd.json`", "one policy per agent (exact gradients)",
                  lola_summary(results), "Foerster et al. 2018"])  # fmt: skip
+    rows.append(["`python baselines/psro_nashconv.py --results "
+                 "baselines/results/psro_nashconv.json`",
+                 "one population per player (exact best responses)", psro_summary(results),
+                 "Lanctot et al. 2017"])  # fmt: skip
     qdata, q = qtran_rows(results)
     rows.append([
         "`python baselines/qtran_nonmonotonic.py --results "
@@ -343,6 +379,8 @@ def generate(results: str = RESULTS) -> dict[str, str]:
         "qtran": qtran_table(results),
         "matrix-verdicts": verdict_table(results),
         "lola": lola_table(results),
+        "psro-rps": psro_table(results, "matrix/rps-v0"),
+        "psro-matching-pennies": psro_table(results, "matrix/matching_pennies-v0"),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"
