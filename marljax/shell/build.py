@@ -108,14 +108,24 @@ def check_host_memory(
     per_run = built.state_bytes_per_run + per_update * exp.train.num_updates
     runs = len(built.settings) * exp.seeds
     need = runs * per_run
+    refuse_over_memory(
+        need,
+        f"{len(built.settings)} setting(s) x {exp.seeds:,} seeds = {runs:,} runs keep, on the "
+        f"host ({ex.fmt_bytes(per_run)} of state and metrics per run),",
+        "use fewer seeds or settings (several runs of the command), or fewer updates",
+        available,
+    )
+
+
+def refuse_over_memory(need: int, what: str, fix: str, available: int | None = None) -> None:
+    """Raise `ConfigError` "<what> about N, more than the M available; <fix>" when `need`
+    bytes exceed the host's available memory (or `available`): the one wording of every
+    entry point's memory check, made before anything is allocated or compiled."""
     available = ex._host_available_bytes() if available is None else available
     if need > available:
         raise cfg.ConfigError(
-            f"{len(built.settings)} setting(s) x {exp.seeds:,} seeds = {runs:,} runs keep about "
-            f"{ex.fmt_bytes(need)} on the host ({ex.fmt_bytes(per_run)} of "
-            f"state and metrics per run), more than the {ex.fmt_bytes(available)} available. "
-            "Use fewer seeds or settings (several runs of the command), or fewer updates. "
-            "Nothing was run or written."
+            f"{what} about {ex.fmt_bytes(need)}, more than the {ex.fmt_bytes(available)} "
+            f"available; {fix}. Nothing was run or written."
         )
 
 
@@ -266,6 +276,7 @@ __all__ = [
     "Built",
     "check_host_memory",
     "check_metric",
+    "refuse_over_memory",
     "describe",
     "RUNNER_METRICS",
     "schedule_notes",

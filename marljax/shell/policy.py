@@ -429,18 +429,16 @@ def _check_eval_memory(env, agent, params, agent_states, hparams, episodes, step
                        available: int | None = None) -> None:  # fmt: skip
     """Refuse an evaluation whose env states and episode records would not fit in host memory
     (e.g. `--episodes 100000000`), before compiling."""
-    from marljax.training import execute as ex
+    from marljax.shell.build import refuse_over_memory
     from marljax.training.train import evaluate_bytes
 
     one = jax.tree.map(lambda x: x[0], agent_states)
-    need = 2 * seeds * evaluate_bytes(env, agent, params, one, hparams, episodes, steps)
-    available = ex._host_available_bytes() if available is None else available
-    if need > available:
-        raise ValueError(
-            f"evaluating {seeds} seeds x {episodes:,} episodes x {steps:,} steps needs about "
-            f"{ex.fmt_bytes(need)}, more than the {ex.fmt_bytes(available)} available; use fewer "
-            "--episodes or a smaller --max-steps. Nothing was run or written."
-        )
+    refuse_over_memory(
+        2 * seeds * evaluate_bytes(env, agent, params, one, hparams, episodes, steps),
+        f"evaluating {seeds} seeds x {episodes:,} episodes x {steps:,} steps needs",
+        "use fewer --episodes or a smaller --max-steps",
+        available,
+    )
 
 
 def _check_same_spaces(env_a, params_a, env_b, params_b, id_a: str, id_b: str) -> None:

@@ -338,18 +338,16 @@ def _check_psro_memory(population: int, seeds: int, available: int | None = None
     """Refuse a PSRO run whose arrays would not fit in host memory, before tracing: per seed
     and player a `[K, K]` payoff table and `K` meta-strategies over `K` policies, kept over the
     `K` iterations (float32; twice that for the program's working copies)."""
-    from marljax.training import execute as ex
+    from marljax.shell.build import refuse_over_memory
 
     K = population
-    need = seeds * 2 * (2 * K * K) * 4 * 2
-    available = ex._host_available_bytes() if available is None else available
-    if need > available:
-        raise cfg.ConfigError(
-            f"--population {K:,} x --seeds {seeds:,} keeps about {ex.fmt_bytes(need)} of payoff "
-            f"tables and meta-strategies (K x K per seed and player), more than the "
-            f"{ex.fmt_bytes(available)} available; use a smaller --population or fewer seeds. "
-            "Nothing was run or written."
-        )
+    refuse_over_memory(
+        seeds * 2 * (2 * K * K) * 4 * 2,
+        f"--population {K:,} x --seeds {seeds:,} keeps payoff tables and meta-strategies (K x K "
+        "per seed and player)",
+        "use a smaller --population or fewer seeds",
+        available,
+    )
 
 
 def _run_psro(env_id, config, hparams, seeds, seed, json_path=None, record=None) -> int:
