@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from marljax.benchmarks import ALGOS, TASKS, results_table
+from marljax.benchmarks.runner import read_state
 from marljax.shell.result_files import (
     block_names,
     count,
@@ -33,11 +35,14 @@ from marljax.shell.result_files import (
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "baselines", "results")
+#: the stored benchmark directories (`marljax benchmark --out`), one `benchmark.json` each
+BENCHMARKS = os.path.join(ROOT, "bench", "results", "benchmark")
 #: the files whose marked tables are generated
 DOCUMENTS = (
     "README.md",
     os.path.join("baselines", "README.md"),
     os.path.join("docs", "population.md"),
+    os.path.join("docs", "benchmark_suite.md"),
 )
 #: the punishment result files, one per parameter mode of the DQN learners
 PUNISHMENT = {"shared_id": "social_punishment_iql_shared_id.json",
@@ -368,9 +373,24 @@ def reproduced_table(results: str) -> str:
     return markdown_table(header, rows)
 
 
-def generate(results: str = RESULTS) -> dict[str, str]:
+def benchmark_table(benchmarks: str = BENCHMARKS) -> str:
+    """Every finished cell of the stored benchmark directories, in the suite's task order."""
+    cells = {}
+    for name in sorted(os.listdir(benchmarks)):
+        path = os.path.join(benchmarks, name)
+        if os.path.exists(os.path.join(path, "benchmark.json")):
+            cells.update(read_state(path)["cells"])
+    tasks, algos = list(TASKS), list(ALGOS)
+    order = sorted(
+        cells, key=lambda c: (tasks.index(c.split(":")[0]), algos.index(c.split(":")[1]))
+    )
+    return results_table({"cells": {c: cells[c] for c in order}})
+
+
+def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, str]:
     """Every table's markdown, by marker name, from the result files in `results`."""
     return {
+        "benchmark": benchmark_table(benchmarks),
         "reproduced": reproduced_table(results),
         "punishment-paper": punishment_table(results, "Dasgupta pairs (2)"),
         "punishment-paper-population": punishment_table(results, "Dasgupta population, stages (4)"),
@@ -388,9 +408,11 @@ def generate(results: str = RESULTS) -> dict[str, str]:
     }
 
 
-def stale(results: str = RESULTS, root: str = ROOT) -> dict[str, list[str]]:
+def stale(
+    results: str = RESULTS, root: str = ROOT, benchmarks: str = BENCHMARKS
+) -> dict[str, list[str]]:
     """Per document, the marked tables whose committed text differs from the data's."""
-    blocks = generate(results)
+    blocks = generate(results, benchmarks)
     out, placed = {}, set()
     for doc in DOCUMENTS:
         with open(os.path.join(root, doc)) as f:

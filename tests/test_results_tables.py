@@ -44,6 +44,16 @@ def test_a_changed_result_file_makes_its_tables_stale(tables, tmp_path):
     assert "punishment-pd2" not in stale["baselines/README.md"]  # other families untouched
 
 
+def test_a_changed_benchmark_cell_makes_the_benchmark_table_stale(tables, tmp_path):
+    shutil.copytree(tables.BENCHMARKS, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "lbf8x8" / "benchmark.json"
+    data = json.loads(path.read_text())
+    data["cells"]["lbf/8x8-2p-2f-coop:qmix"]["iqm"] += 0.1
+    path.write_text(json.dumps(data))
+    stale = tables.stale(benchmarks=str(tmp_path))
+    assert stale == {"README.md": ["benchmark"], "docs/benchmark_suite.md": ["benchmark"]}
+
+
 def test_result_files_round_trip_with_provenance(tmp_path):
     path = str(tmp_path / "sub" / "r.json")
     rows = [{"condition": "a", "per_seed": {"x": np.array([1.0, np.nan]), "n": [1, 2]}}]
