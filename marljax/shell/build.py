@@ -45,7 +45,14 @@ def build(exp: Experiment) -> Built:
     """Make the env, agent and trainer of `exp` (clear errors; compiles nothing)."""
     env, env_params = make(exp.env, **exp.env_kwargs)
     _check_env_params(exp.env, env_params, env.default_params())
-    if exp.opponents is None:
+    if exp.league_config is not None:  # team 0 learns against snapshots of itself
+        from marljax.population.league import TeamView, league_teams, make_league
+
+        teams = league_teams(env, exp.league_config.teams)
+        learner = algo_spec(exp.algo).factory(exp.agent_config, TeamView(env, teams[0]), env_params)
+        agent = make_league(learner, env, exp.league_config)
+        trainer = make_train(exp.train, env, agent, env_params)
+    elif exp.opponents is None:
         agent = algo_spec(exp.algo).factory(exp.agent_config, env, env_params)
         trainer = make_train(exp.train, env, agent, env_params)
     else:  # one learner (agent 0) against a pool of scripted co-players

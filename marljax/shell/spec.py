@@ -70,6 +70,9 @@ class Experiment:
         `marljax.envs.matrix.strategies.STRATEGIES`), a member drawn per episode. The env must
         be a two-player repeated matrix game; the algorithm learns agent 0
         (`marljax.population.make_pool_training`).
+      league: train a league on a two-sided env (`marljax.population.league`): the fields of
+        `LeagueConfig` (`{"rule": "pfsp", "capacity": 8, ...}`); the algorithm learns team 0
+        against its own snapshots (rule `self`: against itself).
       tune: tune while training (a sweep of `sample` draws, each seed its own population with
         its own draws; `marljax.shell.tune`): `{"method": "pbt", "interval": N, ...}` (the
         fields of `marljax.training.tune.PBT`), `{"method": "halving", "rungs": [...],
@@ -114,11 +117,13 @@ class Experiment:
     check_finite: bool = True
     log: tuple = ()
     opponents: str | None = None
+    league: dict | None = None
     tune: dict = dataclasses.field(default_factory=dict)
     # resolved once, in __post_init__, from the fields above (not arguments, not in to_dict)
     agent_config: Any = dataclasses.field(init=False, repr=False, compare=False)
     base_hparams: Any = dataclasses.field(init=False, repr=False, compare=False)
     settings: list = dataclasses.field(init=False, repr=False, compare=False)
+    league_config: Any = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         for key in ("algo", "env", "out_dir", "metric"):
@@ -173,6 +178,15 @@ class Experiment:
                 parse_pool(self.opponents)
             except cfg.ConfigError as err:
                 raise cfg.ConfigError(f"opponents: {err}") from None
+        if self.league is not None:
+            if not isinstance(self.league, dict):
+                raise cfg.ConfigError(
+                    f"league must be a mapping of name: value, got {self.league!r}"
+                )
+            if self.opponents is not None:
+                raise cfg.ConfigError("league and opponents exclude each other: choose one")
+            if self.layout == "envs":
+                raise cfg.ConfigError("a league trains with layout 'runs' (its pool is per run)")
         self._resolve()
 
     def _resolve(self) -> None:
@@ -233,6 +247,15 @@ class Experiment:
         object.__setattr__(self, "agent_config", config)
         object.__setattr__(self, "base_hparams", hparams)
         object.__setattr__(self, "settings", settings)
+        league = None
+        if self.league is not None:
+            from marljax.population.league import LeagueConfig, validate_league
+
+            over = {k: v for k, v in self.league.items() if k != "num_envs"}
+            league = cfg.replace_checked(LeagueConfig(num_envs=train.num_envs), over, "league")
+            validate_league(league)
+            object.__setattr__(self, "league", {k: getattr(league, k) for k in over})
+        object.__setattr__(self, "league_config", league)
 
     @property
     def tuning(self) -> Any:

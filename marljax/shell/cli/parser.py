@@ -82,6 +82,14 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
         "pool:tit_for_tat,always_defect=0.5 (names: marljax.envs.matrix.strategies)",
     )
     p.add_argument(
+        "--league",
+        default=None,
+        metavar="RULE",
+        help="train a league on a two-sided env: the algorithm learns team 0 against its own "
+        "snapshots, drawn per episode by RULE (self, latest, uniform, pfsp, psro); more with "
+        "--set league.capacity=8 --set league.snapshot_interval=10 (marljax.population.league)",
+    )
+    p.add_argument(
         "--steps", type=int, default=None, help="env steps per run (train.total_env_steps)"
     )
     p.add_argument(

@@ -9,7 +9,7 @@ from typing import Any
 from marljax.core import config as cfg
 
 #: the experiment keys whose values are mappings (checked before options are merged into them)
-MAPPINGS = ("train", "agent", "hparams", "env_kwargs", "grid", "sample", "tune")
+MAPPINGS = ("train", "agent", "hparams", "env_kwargs", "grid", "sample", "tune", "league")
 
 
 def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
@@ -53,7 +53,13 @@ def experiment_from_args(args: argparse.Namespace, base: dict | None = None):
         if not key[4:]:
             raise cfg.ConfigError(f"--set expects env.KEY=VALUE, got {key}={value!r}")
         data["env_kwargs"] = {**(data.get("env_kwargs") or {}), key[4:]: _env_value(value)}
-    routed = cfg.route_assignments(sets, groups, f"--set (algo {algo})", ("env.<option>",))
+    for key in [k for k in sets if k.startswith("league.")]:
+        data["league"] = {**(data.get("league") or {}), key[7:]: sets.pop(key)}
+    if getattr(args, "league", None) is not None:
+        data["league"] = {**(data.get("league") or {}), "rule": args.league}
+    routed = cfg.route_assignments(
+        sets, groups, f"--set (algo {algo})", ("env.<option>", "league.<option>")
+    )
     data.update(routed.pop("run"))
     for group, values in routed.items():
         if values:
@@ -289,7 +295,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 #: `marljax train` options that `--algo psro` does not take (it runs `marljax psro`).
 _NOT_PSRO = ("config", "preset", "steps", "grid", "out", "name", "devices", "layout",
-             "max_memory", "resume", "log", "opponents", "qtable")  # fmt: skip
+             "max_memory", "resume", "log", "opponents", "league", "qtable")  # fmt: skip
 
 
 def _train_psro(args: argparse.Namespace) -> int:

@@ -1,0 +1,437 @@
+"""Leagues on two-sided Markov games: one learner against a pool of its own snapshots, in jit.
+
+`make_league(agent, env, config)` wraps any registered agent, built for one team of a two-team
+env (`team_view`), into an `Agent` for the whole env. Its state holds the learner's state and a
+fixed-capacity pool of `K` snapshots of it (one stacked pytree, `[K, ...]` on every leaf, not a
+Python list); so training a league is plain training (`marljax.training.train.make_train`), and
+the engine's seeds, hyperparameter grids, chunks, checkpoints, resume and run directories apply
+unchanged. The learner plays team 0; team 1 is played, per episode, by an opponent drawn when
+the episode starts:
+
+- `self`: the current learner (naive self-play; the pool is not used);
+- `latest`: the newest snapshot;
+- `uniform`: a snapshot drawn uniformly (fictitious self-play over the snapshots);
+- `pfsp`: prioritised fictitious self-play (Vinyals et al. 2019): snapshot `k` with weight
+  `f(p_k)`, where `p_k` is the learner's recent win rate against it and `f` is `hard`
+  `(1 - p)^power` (focus on the snapshots the learner loses to) or `variance` `p (1 - p)`
+  (focus on the even matches);
+- `psro`: a PSRO meta-strategy over the pool (Lanctot et al. 2017): a meta-solver of
+  `marljax.population.metasolvers` (default `nash`) on the empirical win-rate matrix between
+  the snapshots, mixed with `explore` of uniform. A new snapshot's row of that matrix is the
+  learner's recent win rates against every member when it is taken (the matches training
+  already played, as in Pipeline PSRO / NeuPL), so no extra evaluation runs inside training.
+
+`LeagueConfig.self_play` plays that share of episodes against the current learner whatever the
+rule (AlphaStar's main agents mix self-play and PFSP). The pool starts with the learner's
+initial policy; a snapshot is taken every `snapshot_interval` updates into the next slot of a
+ring (the oldest snapshot goes once `capacity` is reached). An episode's outcome is a win (1),
+draw (0.5) or loss (0) by the sign of team 0's return minus team 1's; the win counts decay by
+`win_decay` per update, so the estimates follow the learner as it changes.
+
+Under `self` the snapshots are still taken (they are the generations the evaluation compares),
+only never played. Snapshots act by sampling from their policies (mixed strategies matter in non-transitive games).
+Team 1's actions are computed for every pool member and the current learner, then selected per
+env (exact per-episode opponents under `vmap`); a league step therefore costs `K + 1` forward
+passes of team 1 where self-play costs one (`bench/bench_league.py` measures it).
+
+Evaluation of a finished league (`marljax.population.league_eval`): the cross-play matrix between
+the snapshots, Elo ratings and Nash / alpha-rank over it, and approximate exploitability (a best
+response trained against a snapshot or a meta-strategy).
+
+References: O. Vinyals et al., "Grandmaster level in StarCraft II using multi-agent
+reinforcement learning", Nature 2019 (PFSP); M. Lanctot et al., "A unified game-theoretic
+approach to multiagent reinforcement learning", NeurIPS 2017 (PSRO); S. McAleer et al.,
+"Pipeline PSRO", NeurIPS 2020; S. Liu et al., "NeuPL: Neural Population Learning", ICLR 2022.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marljax.agents.base import Agent, Observation, Trajectory
+from marljax.core.config import ConfigError, check_ranges, param
+from marljax.core.types import Environment, EnvParams
+from marljax.core.wrappers import Wrapper
+from marljax.population.metasolvers import MetaSolverHParams, get_meta_solver
+
+Array = jax.Array
+
+#: opponent sampling rules of `make_league`.
+RULES = ("self", "latest", "uniform", "pfsp", "psro")
+#: PFSP weightings `f(p)` of a win rate `p`.
+PFSP_WEIGHTINGS = ("hard", "variance")
+
+
+@dataclasses.dataclass(frozen=True)
+class LeagueConfig:
+    """Static configuration of a league (see the module docstring).
+
+    Attributes:
+      rule: opponent sampling rule, one of `RULES`.
+      capacity: snapshots in the pool `K` (the initial policy included).
+      snapshot_interval: updates between snapshots.
+      self_play: share of episodes against the current learner, whatever the rule.
+      pfsp_weighting: `hard` or `variance` (`pfsp` rule).
+      pfsp_power: exponent of the `hard` weighting.
+      meta_solver: the `psro` rule's meta-solver (`marljax.population.metasolvers`).
+      meta_iterations: iterations of an iterative meta-solver.
+      explore: share of uniform play mixed into the `psro` meta-strategy (keeps every member's
+        win-rate estimate fresh).
+      win_decay: per-update decay of the win counts behind the win-rate estimates.
+      teams: the agents of team 0 (the learner) and team 1 (the opponents); None: the first
+        and second half of the agents. Both teams must have the same size (the learner's
+        network plays either).
+      num_envs: environments per run `E` (the runner's; `make_league` checks it).
+    """
+
+    rule: str = "pfsp"
+    capacity: int = param(8, lo=1, hi=4096, help="snapshots in the pool (initial policy included)")
+    snapshot_interval: int = param(10, lo=1, help="updates between snapshots")
+    self_play: float = param(0.0, lo=0.0, hi=1.0, help="share of episodes against the learner")
+    pfsp_weighting: str = "hard"
+    pfsp_power: float = param(2.0, lo=0.0, help="exponent of the hard PFSP weighting")
+    meta_solver: str = "nash"
+    meta_iterations: int = param(1000, lo=1, help="iterations of an iterative meta-solver")
+    explore: float = param(0.1, lo=0.0, hi=1.0, help="uniform share mixed into psro's sigma")
+    win_decay: float = param(0.99, lo=0.0, hi=1.0, help="per-update decay of the win counts")
+    teams: tuple | None = None
+    num_envs: int = param(16, lo=1, help="environments per run (the runner's)")
+
+
+@struct.dataclass
+class LeagueState:
+    """The league agent's state (every leaf also has the seeds / settings axes under `vmap`).
+
+    Attributes:
+      learner: the learner's agent state.
+      pool: `K` snapshots of the learner's state, stacked (`[K, ...]` leaves).
+      filled: `[K]` bool, the slots holding a snapshot.
+      newest: `[]` int32 slot of the newest snapshot.
+      age: `[K]` int32 update at which each snapshot was taken (-1: empty).
+      wins, games: `[K]` decayed counts of the learner's outcomes against each snapshot.
+      payoffs: `[K, K]` empirical win rate of member `i` against member `j` (0.5 on the
+        diagonal and where unknown).
+      weights: `[K]` the opponent distribution of the next episodes.
+      running: `[E]` running score (team 0's return minus team 1's) of each env's episode.
+      updates: `[]` int32 updates done.
+    """
+
+    learner: Any
+    pool: Any
+    filled: Array
+    newest: Array
+    age: Array
+    wins: Array
+    games: Array
+    payoffs: Array
+    weights: Array
+    running: Array
+    updates: Array
+
+
+class TeamView(Wrapper):
+    """The env as one team sees it: `num_agents` is the team's size (to build its learner)."""
+
+    def __init__(self, env: Environment, team: tuple[int, ...]):
+        super().__init__(env)
+        self.team = tuple(int(i) for i in team)
+        self.num_agents = len(self.team)
+
+    @property
+    def agent_types(self) -> Array:
+        return self._env.agent_types[np.asarray(self.team)]
+
+    def reset(self, key, params):  # pragma: no cover - the view only builds agents
+        raise NotImplementedError("TeamView builds a team's agent; it does not run")
+
+    def step(self, key, state, actions, params):  # pragma: no cover
+        raise NotImplementedError("TeamView builds a team's agent; it does not run")
+
+    def observation_space(self, params):
+        return self._env.observation_space(params)
+
+    def action_space(self, params):
+        return self._env.action_space(params)
+
+    def global_state_space(self, params):
+        return self._env.global_state_space(params)
+
+
+def league_teams(env: Environment, teams: tuple | None = None) -> tuple[tuple[int, ...], ...]:
+    """The two teams of `env` (default: the env's `teams` attribute, else its two halves).
+
+    Raises:
+      ConfigError: an env that is not two-sided (one agent, an odd number without explicit
+        teams), teams of different sizes, overlapping or out of range.
+    """
+    num = env.num_agents
+    if teams is None:
+        teams = getattr(env.unwrapped, "teams", None)
+    if teams is None:
+        if num < 2 or num % 2:
+            raise ConfigError(
+                f"a league needs a two-sided env (two teams of equal size); {env!r} has {num} "
+                f"agent(s) and declares no teams (pass league teams, e.g. [[0, 1], [2, 3]])"
+            )
+        teams = (tuple(range(num // 2)), tuple(range(num // 2, num)))
+    try:
+        teams = tuple(tuple(int(i) for i in t) for t in teams)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"league teams must be two lists of agent indices, got {teams!r}"
+        ) from None
+    if len(teams) != 2 or not all(teams):
+        raise ConfigError(f"league teams must be two non-empty lists of agents, got {teams!r}")
+    flat = [i for t in teams for i in t]
+    if len(set(flat)) != len(flat) or min(flat) < 0 or max(flat) >= num:
+        raise ConfigError(
+            f"league teams must be distinct agents of 0..{num - 1} of {env!r}, got {teams!r}"
+        )
+    if len(teams[0]) != len(teams[1]):
+        raise ConfigError(
+            f"league teams must have the same size (the learner's network plays either side); "
+            f"got {len(teams[0])} and {len(teams[1])} agents"
+        )
+    return teams
+
+
+def validate_league(config: LeagueConfig) -> None:
+    """Raise `ConfigError` for an unknown rule, weighting or meta-solver, or a value out of range."""
+    check_ranges(config, "league")
+    if config.rule not in RULES:
+        raise ConfigError(f"league rule must be one of {list(RULES)}, got {config.rule!r}")
+    if config.pfsp_weighting not in PFSP_WEIGHTINGS:
+        raise ConfigError(
+            f"league pfsp_weighting must be one of {list(PFSP_WEIGHTINGS)}, "
+            f"got {config.pfsp_weighting!r}"
+        )
+    try:
+        get_meta_solver(config.meta_solver)
+    except ConfigError as err:
+        raise ConfigError(f"league meta_solver: {err}") from None
+
+
+def _slice_agents(x: Array, idx: np.ndarray) -> Array:
+    return x[:, idx] if x.ndim >= 2 else x
+
+
+def _seat(obs: Observation, idx: np.ndarray) -> Observation:
+    return obs.replace(obs=obs.obs[:, idx], action_mask=obs.action_mask[:, idx])
+
+
+def win_rates(wins: Array, games: Array, prior: float = 1.0) -> Array:
+    """Win-rate estimates `(wins + prior / 2) / (games + prior)`: 0.5 with no games."""
+    return (wins + 0.5 * prior) / (games + prior)
+
+
+def pfsp_weights(p: Array, filled: Array, weighting: str = "hard", power: float = 2.0) -> Array:
+    """PFSP's opponent distribution over the filled slots from win rates `p` ([K])."""
+    f = (1.0 - p) ** power if weighting == "hard" else p * (1.0 - p)
+    w = jnp.where(filled, f, 0.0)
+    uniform = filled / jnp.maximum(filled.sum(), 1)
+    return jnp.where(w.sum() > 1e-9, w / jnp.maximum(w.sum(), 1e-9), uniform)
+
+
+def make_league(agent: Agent, env: Environment, config: LeagueConfig,
+                env_params: EnvParams | None = None) -> Agent:  # fmt: skip
+    """The league of `agent` on the two-sided `env` (see the module docstring).
+
+    Args:
+      agent: a registered agent built for `TeamView(env, teams[0])` (one team of the env).
+      env: the two-sided env the league plays.
+      config: the league's `LeagueConfig` (its `num_envs` is the runner's).
+      env_params: unused (kept for the factories' signature).
+
+    Returns:
+      An `Agent` for the whole env whose state is a `LeagueState`; `update` trains the learner
+      on team 0's steps and maintains the pool. Metrics add `league/win_rate` (the finished
+      episodes' mean outcome for team 0, self-play episodes included; NaN when none ended), `league/members` and `league/entropy` (of
+      the opponent distribution).
+    """
+    del env_params
+    validate_league(config)
+    teams = league_teams(env, config.teams)
+    t0, t1 = (np.asarray(t) for t in teams)
+    K, E = int(config.capacity), int(config.num_envs)
+    rule = config.rule
+    solver = get_meta_solver(config.meta_solver)
+    meta_hparams = MetaSolverHParams()
+    use_pool = rule != "self"
+
+    def init(key: Array, hparams: Any) -> LeagueState:
+        learner = agent.init(key, hparams)
+        pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (K, *jnp.shape(x))), learner)
+        filled = jnp.arange(K) == 0
+        return LeagueState(
+            learner=learner,
+            pool=pool,
+            filled=filled,
+            newest=jnp.int32(0),
+            age=jnp.where(filled, 0, -1).astype(jnp.int32),
+            wins=jnp.zeros((K,)),
+            games=jnp.zeros((K,)),
+            payoffs=jnp.full((K, K), 0.5),
+            weights=filled.astype(jnp.float32),
+            running=jnp.zeros((E,)),
+            updates=jnp.int32(0),
+        )
+
+    def initial_carry(num_envs: int) -> Any:
+        c = agent.initial_carry(num_envs)
+        return c, c, jnp.full((num_envs,), -1, jnp.int32)
+
+    def act(state: LeagueState, carry, obs: Observation, key, hparams, greedy=False):
+        kwargs = {"greedy": True} if greedy else {}
+        own, other, opponent = carry
+        key_draw, key_self, key_0, key_1 = jax.random.split(key, 4)
+        num_envs = obs.reset.shape[0]
+        if use_pool:
+            drawn = jax.random.categorical(
+                key_draw, jnp.log(state.weights + 1e-30), shape=(num_envs,)
+            ).astype(jnp.int32)
+            if config.self_play > 0:
+                mine = jax.random.uniform(key_self, (num_envs,)) < config.self_play
+                drawn = jnp.where(mine, -1, drawn)
+            opponent = jnp.where(obs.reset, drawn, opponent)
+        actions_0, own, info = agent.act(state.learner, own, _seat(obs, t0), key_0, hparams, **kwargs)  # fmt: skip
+        obs_1 = _seat(obs, t1)
+        if use_pool:  # every member and the learner act; each env keeps its opponent's action
+            states = jax.tree.map(
+                lambda p, x: jnp.concatenate([p, x[None]]), state.pool, state.learner
+            )
+            acts, carries, _ = jax.vmap(
+                lambda s: agent.act(s, other, obs_1, key_1, hparams, **kwargs)
+            )(states)
+            which = jnp.where(opponent < 0, K, opponent)  # [E] into [K + 1]
+            pick = lambda x: jnp.take_along_axis(  # noqa: E731
+                x, which.reshape(1, -1, *([1] * (x.ndim - 2))), axis=0
+            )[0]
+            actions_1, other = pick(acts), jax.tree.map(pick, carries)
+        else:
+            actions_1, other, _ = agent.act(state.learner, other, obs_1, key_1, hparams, **kwargs)
+        shape = (num_envs, env.num_agents, *actions_0.shape[2:])
+        actions = jnp.zeros(shape, actions_0.dtype).at[:, t0].set(actions_0)
+        actions = actions.at[:, t1].set(actions_1.astype(actions_0.dtype))
+        return actions, (own, other, opponent), (info, opponent)
+
+    def outcomes(state: LeagueState, traj: Trajectory, opponent: Array):
+        """Per-slot wins and games of the episodes that ended in `traj`, and the running scores."""
+        diff = traj.reward[:, :, t0].sum(-1) - traj.reward[:, :, t1].sum(-1)  # [T, E]
+        done = traj.terminated | traj.truncated
+
+        def step(running, x):
+            d, end, opp = x
+            total = running + d
+            outcome = jnp.where(total > 0, 1.0, jnp.where(total < 0, 0.0, 0.5))
+            counted = end & (opp >= 0)
+            hot = jax.nn.one_hot(jnp.where(counted, opp, 0), K) * counted[:, None]
+            every = (jnp.sum(outcome * end), jnp.sum(end))
+            return jnp.where(end, 0.0, total), (hot.T @ outcome, hot.sum(0), every)
+
+        running, (wins, games, every) = jax.lax.scan(step, state.running, (diff, done, opponent))
+        return running, wins.sum(0), games.sum(0), (every[0].sum(), every[1].sum())
+
+    def next_weights(filled, newest, wins, games, payoffs):
+        if rule in ("self", "latest"):
+            return (jnp.arange(K) == newest).astype(jnp.float32)
+        uniform = filled / jnp.maximum(filled.sum(), 1)
+        if rule == "uniform":
+            return uniform
+        if rule == "pfsp":
+            p = win_rates(wins, games)
+            return pfsp_weights(p, filled, config.pfsp_weighting, config.pfsp_power)
+        game = jnp.stack([payoffs - 0.5, 0.5 - payoffs])  # zero-sum, row = player 0
+        sigma = solver(game, jnp.stack([filled, filled]), meta_hparams, config.meta_iterations)
+        sigma = jnp.where(filled, 0.5 * (sigma[0] + sigma[1]), 0.0)
+        sigma = sigma / jnp.maximum(sigma.sum(), 1e-9)
+        return (1.0 - config.explore) * sigma + config.explore * uniform
+
+    def update(state: LeagueState, traj: Trajectory, hparams, key, axis_name=None):
+        info, opponent = traj.policy_info
+        obs = traj.observation
+        own_carry = traj.initial_carry[0]
+        mine = traj.replace(
+            observation=obs.replace(obs=obs.obs[:, :, t0], action_mask=obs.action_mask[:, :, t0]),
+            actions=traj.actions[:, :, t0],
+            reward=traj.reward[:, :, t0],
+            next_obs=traj.next_obs[:, :, t0],
+            next_action_mask=traj.next_action_mask[:, :, t0],
+            policy_info=info,
+            last_observation=_seat(traj.last_observation, t0),
+            initial_carry=own_carry,
+        )
+        kwargs = {} if axis_name is None else {"axis_name": axis_name}
+        learner, metrics = agent.update(state.learner, mine, hparams, key, **kwargs)
+        running, new_wins, new_games, (won, ended) = outcomes(state, traj, opponent)
+        decay = config.win_decay
+        wins = decay * state.wins + new_wins
+        games = decay * state.games + new_games
+        updates = state.updates + 1
+        take = updates % config.snapshot_interval == 0
+        slot = (state.newest + 1) % K
+        pool = jax.tree.map(
+            lambda p, x: p.at[slot].set(jnp.where(take, x, p[slot])), state.pool, learner
+        )
+        p = win_rates(wins, games)
+        row = jnp.where(state.filled, p, 0.5).at[slot].set(0.5)
+        col = jnp.where(state.filled, 1.0 - p, 0.5).at[slot].set(0.5)
+        payoffs = jnp.where(
+            take,
+            state.payoffs.at[slot, :].set(row).at[:, slot].set(col),
+            state.payoffs,
+        )
+        filled = state.filled.at[slot].set(state.filled[slot] | take)
+        newest = jnp.where(take, slot, state.newest)
+        age = state.age.at[slot].set(jnp.where(take, updates, state.age[slot]))
+        wins = wins.at[slot].set(jnp.where(take, 0.0, wins[slot]))
+        games = games.at[slot].set(jnp.where(take, 0.0, games[slot]))
+        weights = next_weights(filled, newest, wins, games, payoffs)
+        metrics = dict(metrics)
+        metrics["league/win_rate"] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
+        metrics["league/members"] = filled.sum().astype(jnp.float32)
+        metrics["league/entropy"] = -jnp.sum(
+            jnp.where(weights > 0, weights * jnp.log(jnp.maximum(weights, 1e-30)), 0.0)
+        )
+        new = LeagueState(
+            learner=learner, pool=pool, filled=filled, newest=newest, age=age, wins=wins,
+            games=games, payoffs=payoffs, weights=weights, running=running, updates=updates,
+        )  # fmt: skip
+        return new, metrics
+
+    def check_batch(num_envs: int, rollout_len: int) -> None:
+        if int(num_envs) != E:
+            raise ConfigError(
+                f"the league was built for num_envs={E}, the runner has {num_envs} "
+                f"(LeagueConfig.num_envs must be the train config's num_envs)"
+            )
+        agent.check_batch(num_envs, rollout_len)
+
+    return agent._replace(
+        init=init,
+        initial_carry=initial_carry,
+        act=act,
+        update=update,
+        get_params=lambda state: agent.get_params(state.learner),
+        check_batch=check_batch,
+        rebuild=None,
+    )
+
+
+__all__ = [
+    "PFSP_WEIGHTINGS",
+    "RULES",
+    "LeagueConfig",
+    "LeagueState",
+    "TeamView",
+    "league_teams",
+    "make_league",
+    "pfsp_weights",
+    "validate_league",
+    "win_rates",
+]

@@ -1,0 +1,308 @@
+"""Evaluating a league on device: cross-play between snapshots, Elo, Nash, alpha-rank, exploitability.
+
+    out = league_crossplay(agent, state, env, env_params, key, teams, num_envs=32, num_steps=100)
+    out["win_rate"]            # [K, K]: snapshot i (team 0) against snapshot j (team 1)
+    report = league_report(out["win_rate"], state.filled)   # Elo, Nash and alpha-rank
+    br = make_best_response(agent, env, pool, num_envs)     # a learner against a frozen pool
+    curve = exploitability_curve(...)                        # one best response per generation
+
+`league` is the agent `marljax.population.league.make_league` built and `state` one run's
+`LeagueState` (no seed axis). Every pair of the pool plays `num_envs` episodes (each env to the
+end of its first episode within `num_steps`) in one `vmap`.
+
+Approximate exploitability of a policy (or a mixture of snapshots) is measured by training a
+fresh learner against it, frozen: the best response's win rate against it minus 1/2 (0 for an
+unexploitable policy of a symmetric zero-sum game, 1/2 for one always beaten).
+`exploitability_curve` trains one best response per generation (snapshot `g`, or the rule's
+mixture over the snapshots up to `g`) as one program (`vmap` over generations and seeds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marljax.agents.base import Agent
+from marljax.core.types import Environment, EnvParams
+from marljax.population.league import LeagueConfig, LeagueState, make_league
+from marljax.population.metasolvers import alpharank, get_meta_solver
+from marljax.training import rollout
+from marljax.training.train import TrainConfig, make_train
+
+Array = jax.Array
+
+
+def league_crossplay(
+    agent: Agent,
+    state: LeagueState,
+    env: Environment,
+    env_params: EnvParams,
+    key: Array,
+    teams: tuple,
+    num_envs: int = 32,
+    num_steps: int = 100,
+    hparams: Any = None,
+) -> dict[str, Array]:
+    """Every snapshot of `state.pool` against every other (sampled actions).
+
+    Args:
+      agent: the league's learner (built for one team, as for `make_league`).
+      state: one run's `LeagueState` (no seed axis).
+      env, env_params: the env the league plays.
+      key: PRNG key.
+      teams: the league's two teams (`marljax.population.league.league_teams`).
+      num_envs: episodes per pair (static).
+      num_steps: step budget of an episode (static; at least the env's episode length).
+      hparams: the learner's hparams (default: its defaults).
+
+    Returns:
+      `{"win_rate": [K, K], "score": [K, K], "finished": [K, K]}`: member `i` on team 0 against
+      member `j` on team 1: its win rate (draws count 1/2), its mean return minus the
+      opponent's, and the share of episodes that finished within `num_steps`.
+    """
+    hparams = agent.default_hparams() if hparams is None else hparams
+    state = jax.tree.map(jnp.asarray, state)  # host arrays (a finished run's) to device
+    t0, t1 = (np.asarray(t) for t in teams)
+    num = state.filled.shape[0]
+    config = LeagueConfig(rule="uniform", capacity=num, num_envs=num_envs, teams=teams)
+    league = make_league(agent, env, config)
+    vec_env = rollout.batched_env(env)
+
+    def play(i, j, k):
+        s = state.replace(
+            learner=jax.tree.map(lambda p: p[i], state.pool),
+            weights=jax.nn.one_hot(j, num),
+        )
+        k_reset, k_run = jax.random.split(k)
+        rs = rollout.reset(
+            vec_env, env_params, k_reset, k_run, num_envs, league.initial_carry(num_envs)
+        )
+        _, (reward, done) = rollout.rollout(
+            vec_env, env_params, league, s, hparams, rs, num_steps,
+            record=lambda t: (t.reward, t.terminated | t.truncated),
+        )  # fmt: skip
+        returns, finished = rollout.first_episode_returns(reward, done)
+        diff = returns[:, t0].sum(-1) - returns[:, t1].sum(-1)
+        outcome = jnp.where(diff > 0, 1.0, jnp.where(diff < 0, 0.0, 0.5))
+        return outcome.mean(), diff.mean(), finished.mean()
+
+    idx = jnp.arange(num)
+    keys = jax.random.split(key, num * num).reshape(num, num, -1)
+    table = jax.vmap(jax.vmap(play, in_axes=(None, 0, 0)), in_axes=(0, None, 0))
+    win, score, finished = jax.jit(table)(idx, idx, keys)
+    return {"win_rate": win, "score": score, "finished": finished}
+
+
+def elo_ratings(win_rate: Array, mask: Array | None = None, steps: int = 2000) -> Array:
+    """Elo ratings fitted to a win-rate matrix (Bradley-Terry, 400-point scale, mean 0).
+
+    Maximises `sum_ij w_ij log s(R_i - R_j) + (1 - w_ij) log s(R_j - R_i)` over the valid
+    off-diagonal pairs, `s(d) = 1 / (1 + 10^(-d / 400))`, by gradient ascent.
+
+    Args:
+      win_rate: `[K, K]` win rate of `i` against `j` (both seats may be filled).
+      mask: `[K]` bool valid members (default all); invalid ones get NaN.
+      steps: gradient steps (static).
+
+    Returns:
+      `[K]` ratings, mean 0 over the valid members.
+    """
+    w = jnp.asarray(win_rate, jnp.float32)
+    num = w.shape[0]
+    valid = jnp.ones((num,), bool) if mask is None else jnp.asarray(mask, bool)
+    pairs = valid[:, None] & valid[None, :] & ~jnp.eye(num, dtype=bool)
+    scale = jnp.log(10.0) / 400.0
+
+    def loss(r):
+        d = (r[:, None] - r[None, :]) * scale
+        ll = w * jax.nn.log_sigmoid(d) + (1.0 - w) * jax.nn.log_sigmoid(-d)
+        return -jnp.sum(jnp.where(pairs, ll, 0.0)) / jnp.maximum(pairs.sum(), 1)
+
+    def step(r, _):
+        return r - 2e4 * jax.grad(loss)(r), None
+
+    r, _ = jax.lax.scan(step, jnp.zeros((num,)), None, length=steps)
+    r = r - jnp.sum(jnp.where(valid, r, 0.0)) / jnp.maximum(valid.sum(), 1)
+    return jnp.where(valid, r, jnp.nan)
+
+
+def league_report(win_rate: Array, mask: Array | None = None, meta_iterations: int = 1000):
+    """Elo, Nash and alpha-rank of the snapshots from their cross-play win rates.
+
+    The empirical game is symmetrised (`(W + 1 - W^T) / 2`, so each pair's two seatings count
+    once) and made zero-sum around 1/2.
+
+    Returns:
+      `{"elo": [K], "nash": [K], "alpharank": [K], "nash_value": []}`: Nash of the symmetric
+      game (its row strategy), alpha-rank's marginal, and the Nash mixture's worst-case win
+      rate against any single member.
+    """
+    w = jnp.asarray(win_rate, jnp.float32)
+    num = w.shape[0]
+    valid = jnp.ones((num,), bool) if mask is None else jnp.asarray(mask, bool)
+    sym = 0.5 * (w + 1.0 - w.T)
+    game = jnp.stack([sym - 0.5, 0.5 - sym])
+    masks = jnp.stack([valid, valid])
+    nash = get_meta_solver("nash")(game, masks, None, meta_iterations)[0]
+    rank = alpharank(game, masks)[0]
+    worst = jnp.min(jnp.where(valid, nash @ sym, jnp.inf))
+    return {
+        "elo": elo_ratings(sym, valid),
+        "nash": nash,
+        "alpharank": rank,
+        "nash_value": worst,
+    }
+
+
+def generation_targets(
+    win_rate: Array, age: Array, meta_iterations: int = 1000
+) -> dict[str, Array]:
+    """The policies of each generation of a league: its newest snapshot and its meta-strategy.
+
+    Generation `g` is the league after its `g`-th snapshot (snapshots ordered by `age`, the
+    initial policy first).
+
+    Args:
+      win_rate: `[K, K]` cross-play win rates of the snapshots (`league_crossplay`).
+      age: `[K]` update at which each snapshot was taken (-1: empty slot).
+      meta_iterations: iterations of the Nash solver.
+
+    Returns:
+      `{"latest": [K, K], "nash": [K, K], "filled": [K]}`: row `g` of `latest` is one-hot on
+      generation `g`'s newest snapshot (what naive self-play outputs), row `g` of `nash` the
+      Nash mixture over the snapshots up to generation `g` (PSRO's output); rows past the
+      number of snapshots repeat the last.
+    """
+    age = jnp.asarray(age)
+    num = age.shape[0]
+    order = jnp.argsort(jnp.where(age < 0, jnp.iinfo(jnp.int32).max, age))
+    count = jnp.sum(age >= 0)
+    rank = jnp.zeros((num,), jnp.int32).at[order].set(jnp.arange(num, dtype=jnp.int32))
+
+    def row(g):
+        g = jnp.minimum(g, count - 1)
+        upto = (rank <= g) & (age >= 0)
+        latest = (rank == g).astype(jnp.float32)
+        nash = league_report(win_rate, upto, meta_iterations)["nash"]
+        return latest, jnp.where(upto, nash, 0.0)
+
+    latest, nash = jax.vmap(row)(jnp.arange(num))
+    return {"latest": latest, "nash": nash, "filled": jnp.arange(num) < count}
+
+
+@struct.dataclass
+class BestResponseHParams:
+    """Traced hparams of a best response: the learner's, and the frozen opponents' mixture.
+
+    Attributes:
+      agent: the learner's hparams.
+      weights: `[K]` probabilities of the frozen pool's members (one-hot: a single snapshot).
+    """
+
+    agent: Any
+    weights: Array
+
+
+def make_best_response(agent: Agent, env: Environment, pool: Any, num_envs: int,
+                       teams: tuple | None = None) -> Agent:  # fmt: skip
+    """A fresh learner (team 0) trained against a frozen pool (team 1), drawn per episode.
+
+    Args:
+      agent: the learner, built for one team (`TeamView`), as for `make_league`.
+      env: the two-sided env.
+      pool: stacked agent states `[K, ...]` (e.g. a finished league's `state.pool`).
+      num_envs: the runner's `num_envs`.
+      teams: as for `LeagueConfig.teams`.
+
+    Returns:
+      An `Agent` whose hparams are `BestResponseHParams` (default: the learner's defaults and
+      uniform weights); its metrics' `league/win_rate` is its win rate against the pool.
+    """
+    pool = jax.tree.map(jnp.asarray, pool)
+    num = int(jax.tree.leaves(pool)[0].shape[0])
+    config = LeagueConfig(rule="uniform", capacity=num, snapshot_interval=2**30,
+                          num_envs=num_envs, teams=teams)  # fmt: skip
+    league = make_league(agent, env, config)
+
+    def init(key, hparams):
+        state = league.init(key, hparams.agent)
+        full = jnp.ones((num,), bool)
+        return state.replace(pool=pool, filled=full, age=jnp.zeros((num,), jnp.int32),
+                             weights=hparams.weights)  # fmt: skip
+
+    def act(state, carry, obs, key, hparams, greedy=False):
+        return league.act(state, carry, obs, key, hparams.agent, greedy)
+
+    def update(state, traj, hparams, key, axis_name=None):
+        new, metrics = league.update(state, traj, hparams.agent, key, axis_name)
+        return new.replace(pool=state.pool, filled=state.filled, newest=state.newest,
+                           weights=hparams.weights), metrics  # fmt: skip
+
+    def default_hparams():
+        return BestResponseHParams(agent.default_hparams(), jnp.full((num,), 1.0 / num))
+
+    return league._replace(init=init, act=act, update=update, default_hparams=default_hparams)
+
+
+def exploitability_curve(
+    agent: Agent,
+    env: Environment,
+    env_params: EnvParams,
+    pool: Any,
+    weights: Array,
+    train: TrainConfig,
+    key: Array,
+    seeds: int = 1,
+    hparams: Any = None,
+    last_fraction: float = 0.1,
+    teams: tuple | None = None,
+) -> Array:
+    """Approximate exploitability of `G` targets: one best response each, one program.
+
+    Args:
+      agent: a fresh learner for one team (`TeamView`).
+      env, env_params: the env.
+      pool: one run's stacked snapshots `[K, ...]`.
+      weights: `[G, K]` each target's mixture over the snapshots (rows of `eye(K)`: the
+        snapshots themselves).
+      train: the best responses' training run.
+      key: PRNG key.
+      seeds: best responses per target.
+      hparams: the learner's hparams (default: its defaults).
+      last_fraction: share of the best response's last updates whose win rate is averaged.
+      teams: as for `LeagueConfig.teams`.
+
+    Returns:
+      `[seeds, G]`: each best response's win rate against its target minus 1/2, averaged over
+      its last `last_fraction` of updates.
+    """
+    br = make_best_response(agent, env, pool, train.num_envs, teams)
+    trainer = make_train(train, env, br, env_params)
+    base = agent.default_hparams() if hparams is None else hparams
+    weights = jnp.asarray(weights, jnp.float32)
+    num_targets = weights.shape[0]
+
+    def one(k, w):
+        _, metrics = trainer.train(k, BestResponseHParams(base, w))
+        rate = metrics["league/win_rate"]
+        tail = max(1, int(round(rate.shape[0] * last_fraction)))
+        return jnp.nanmean(rate[-tail:]) - 0.5
+
+    keys = jax.random.split(key, seeds * num_targets).reshape(seeds, num_targets, -1)
+    run = jax.vmap(jax.vmap(one, in_axes=(0, 0)), in_axes=(0, None))
+    return jax.jit(run)(keys, weights)
+
+
+__all__ = [
+    "BestResponseHParams",
+    "generation_targets",
+    "elo_ratings",
+    "exploitability_curve",
+    "league_crossplay",
+    "league_report",
+    "make_best_response",
+]
