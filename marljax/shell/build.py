@@ -119,7 +119,13 @@ def check_host_memory(
         need,
         f"{len(built.settings)} setting(s) x {exp.seeds:,} seeds = {runs:,} runs keep, on the "
         f"host ({ex.fmt_bytes(per_run)} of state and metrics per run),",
-        "use fewer seeds or settings (several runs of the command), or fewer updates",
+        "use fewer seeds or settings (several runs of the command), or fewer updates"
+        + (
+            f", or a smaller league capacity ({exp.league_config.capacity} snapshots of the "
+            "learner's state per run)"
+            if exp.league_config is not None
+            else ""
+        ),
         available,
     )
 

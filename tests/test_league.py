@@ -1,0 +1,177 @@
+"""Leagues on two-sided Markov games: the pool in jit, the rules, evaluation, CLI and resume.
+
+One tiny league (repeated RPS, 3 rounds, 4 envs, IPPO with a GRU of 8) is trained once through
+`marljax train --league` and shared by the tests that read it.
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from marljax.agents import algo_spec
+from marljax.core.config import ConfigError
+from marljax.core.registry import make
+from marljax.population.league import (
+    LeagueConfig,
+    TeamView,
+    league_teams,
+    make_league,
+    pfsp_weights,
+    win_rates,
+)
+from marljax.population.league_eval import (
+    elo_ratings,
+    exploitability_curve,
+    generation_targets,
+    league_crossplay,
+    league_report,
+)
+from marljax.shell import cli
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.training.train import TrainConfig
+
+ROUNDS, ENVS, UPDATES, INTERVAL, CAPACITY = 3, 4, 8, 2, 3
+ARGS = [
+    "--algo", "ippo", "--env", "matrix/rrps-v0", "--set", f"env.num_rounds={ROUNDS}",
+    "--league", "pfsp", "--set", f"league.capacity={CAPACITY}",
+    "--set", f"league.snapshot_interval={INTERVAL}", "--set", f"num_envs={ENVS}",
+    "--set", f"rollout_len={ROUNDS}", "--steps", str(ENVS * ROUNDS * UPDATES), "--seeds", "2",
+    "--set", "gru_size=8", "--set", "hidden_sizes=8", "--set", "chunk_updates=4",
+    "--no-progress",
+]  # fmt: skip
+
+
+def _experiment(tmp, name, extra=()):
+    args = cli.build_parser().parse_args(["train", *ARGS, *extra])
+    return cli.experiment_from_args(args).replace(out_dir=str(tmp), name=name)
+
+
+@pytest.fixture(scope="module")
+def league_run(tmp_path_factory):
+    exp = _experiment(tmp_path_factory.mktemp("league"), "full")
+    return exp, run_experiment(exp, progress=False)
+
+
+def test_the_cli_trains_a_league_with_a_pool_filled_on_schedule(league_run):
+    exp, result = league_run
+    assert exp.league_config.rule == "pfsp" and exp.league_config.num_envs == ENVS
+    state = result.state.agent_state
+    # slot 0: the initial policy; then a snapshot every INTERVAL updates into a ring of 3
+    np.testing.assert_array_equal(state.filled[0, 0], [True, True, True])
+    np.testing.assert_array_equal(state.age[0, 0], [6, 8, 4])  # 2 -> slot 1, 4 -> 2, 6 -> 0, 8 -> 1
+    np.testing.assert_array_equal(state.newest[0, 0], 1)
+    learner = jax.tree.leaves(state.learner)
+    newest = jax.tree.leaves(jax.tree.map(lambda x: x[:, :, 1], state.pool))
+    for a, b in zip(learner, newest, strict=True):  # the last snapshot is the final learner
+        np.testing.assert_array_equal(a, b)
+    w = state.weights[0, 0]
+    assert np.all(w >= 0) and np.isclose(w.sum(), 1.0)
+    rate = result.metrics["league/win_rate"]
+    assert rate.shape == (1, 2, UPDATES) and np.all((rate >= 0) & (rate <= 1))
+    assert np.all(state.games[0, 0] >= 0) and np.all(state.wins <= state.games + 1e-6)
+
+
+def test_a_killed_league_resumes_bitwise(tmp_path, league_run, capsys):
+    _, full = league_run
+    exp = _experiment(tmp_path, "cut")
+    partial = run_experiment(exp, progress=False, stop_after_chunks=1)
+    assert partial.metrics["league/win_rate"].shape[-1] == 4
+    assert cli.main(["train", "--resume", partial.run_dir, "--no-progress"]) == 0
+    resumed = np.load(os.path.join(partial.run_dir, "metrics.npz"))
+    for k, v in full.metrics.items():
+        np.testing.assert_array_equal(resumed[k], v, err_msg=f"metric {k}")
+
+
+def test_crossplay_elo_nash_and_exploitability_of_the_pool(league_run):
+    exp, result = league_run
+    built = build(exp)
+    env, params = built.env, built.env_params
+    teams = league_teams(env)
+    learner = algo_spec("ippo").factory(built.agent_config, TeamView(env, teams[0]), params)
+    state = jax.tree.map(lambda x: x[0, 0], result.state.agent_state)
+    out = league_crossplay(learner, state, env, params, jax.random.PRNGKey(0), teams, 8, ROUNDS)
+    win = np.asarray(out["win_rate"])
+    assert win.shape == (CAPACITY, CAPACITY) and np.all(out["finished"] == 1.0)
+    assert np.all((win >= 0) & (win <= 1))
+    targets = generation_targets(win, state.age)
+    np.testing.assert_array_equal(np.argmax(targets["latest"], 1), [2, 0, 1])  # ages 4, 6, 8
+    np.testing.assert_allclose(targets["nash"].sum(1), 1.0, atol=1e-5)
+    assert targets["nash"][0, 2] == pytest.approx(1.0)  # generation 0: the oldest alone
+    br = TrainConfig(num_envs=ENVS, rollout_len=ROUNDS, total_env_steps=ENVS * ROUNDS * 4)
+    curve = exploitability_curve(learner, env, params, state.pool, jnp.eye(CAPACITY)[:2], br,
+                                 jax.random.PRNGKey(1), seeds=2)  # fmt: skip
+    assert curve.shape == (2, 2) and np.all(np.abs(curve) <= 0.5)
+
+
+def test_elo_recovers_known_ratings_and_nash_of_a_cycle_is_uniform():
+    ratings = np.array([-200.0, 0.0, 300.0])
+    d = ratings[:, None] - ratings[None, :]
+    win = 1.0 / (1.0 + 10.0 ** (-d / 400.0))
+    np.testing.assert_allclose(elo_ratings(win), ratings - ratings.mean(), atol=2.0)
+    cycle = np.array([[0.5, 1.0, 0.0], [0.0, 0.5, 1.0], [1.0, 0.0, 0.5]])  # rock-paper-scissors
+    report = league_report(cycle)
+    np.testing.assert_allclose(report["nash"], [1 / 3] * 3, atol=0.02)
+    assert float(report["nash_value"]) == pytest.approx(0.5, abs=0.02)
+    masked = elo_ratings(win, np.array([True, True, False]))
+    assert np.isnan(masked[2]) and masked[0] < masked[1]
+
+
+def test_pfsp_weights_favour_the_opponents_the_learner_loses_to():
+    filled = jnp.array([True, True, True, False])
+    p = win_rates(jnp.array([9.0, 1.0, 5.0, 0.0]), jnp.array([10.0, 10.0, 10.0, 0.0]))
+    w = pfsp_weights(p, filled, "hard", 2.0)
+    assert float(w[3]) == 0.0 and np.isclose(float(w.sum()), 1.0)
+    assert float(w[1]) > float(w[2]) > float(w[0])
+    v = pfsp_weights(p, filled, "variance")
+    assert float(v[2]) > float(v[0]) and float(v[2]) > float(v[1])  # even matches first
+    assert np.isclose(float(win_rates(jnp.float32(0), jnp.float32(0))), 0.5)
+
+
+@pytest.mark.parametrize(
+    "league, match",
+    [
+        ({"rule": "fsp"}, "league rule must be one of"),
+        ({"capacity": 0}, "league.capacity"),
+        ({"pfsp_weighting": "soft"}, "pfsp_weighting must be one of"),
+        ({"meta_solver": "nah"}, "league meta_solver"),
+        ({"snapshot_interval": 0}, "league.snapshot_interval"),
+    ],
+)
+def test_bad_league_settings_are_refused_before_anything_is_built(league, match):
+    with pytest.raises(ConfigError, match=match):
+        Experiment(algo="ippo", env="matrix/rrps-v0", league=league)
+
+
+def test_an_env_that_is_not_two_sided_is_refused():
+    env, params = make("particle/simple_spread-v0")  # 3 agents, no teams
+    with pytest.raises(ConfigError, match="two-sided"):
+        league_teams(env)
+    with pytest.raises(ConfigError, match="same size"):
+        league_teams(env, [[0], [1, 2]])
+    with pytest.raises(ConfigError, match="distinct agents"):
+        league_teams(env, [[0], [0]])
+    with pytest.raises(ConfigError, match="two-sided"):
+        build(Experiment(algo="ippo", env="particle/simple_spread-v0", league={"rule": "self"}))
+    with pytest.raises(ConfigError, match="exclude each other"):
+        Experiment(algo="ippo", env="matrix/rrps-v0", league={}, opponents="pool:random")
+
+
+def test_a_league_built_for_other_num_envs_says_so():
+    env, params = make("matrix/rrps-v0", num_rounds=ROUNDS)
+    learner = algo_spec("ippo").factory(
+        algo_spec("ippo").config_cls(recurrent=False, hidden_sizes=(8,)),
+        TeamView(env, (0,)),
+        params,
+    )
+    league = make_league(learner, env, LeagueConfig(num_envs=4))
+    with pytest.raises(ConfigError, match="num_envs=4"):
+        league.check_batch(8, ROUNDS)
+
+
+def test_the_pool_memory_is_refused_before_compile_with_the_capacity_named(tmp_path):
+    exp = _experiment(tmp_path, "big", ["--set", "league.capacity=4096", "--seeds", "2000"])
+    with pytest.raises(ConfigError, match="league capacity"):
+        run_experiment(exp, progress=False, max_memory_bytes=10**9)
