@@ -1,6 +1,6 @@
 """Naive self-play against leagues (PFSP, PSRO) on repeated rock-paper-scissors: exploitability.
 
-Repeated RPS (`matrix/rrps-v0`, 10 rounds, each player sees the last joint move) is a
+Repeated RPS (`matrix/rrps-v0`, `--rounds` rounds, default 10, each player sees the last joint move; `--rounds 1` is one-shot RPS) is a
 non-transitive Markov game whose only equilibrium plays uniformly at random. One recurrent IPPO
 learner (shared across envs, GRU 64) trains per rule and seed with `marljax train --league RULE`
 (`marljax.population.league`); a snapshot every `--interval` updates gives the generations.
@@ -14,7 +14,7 @@ The claim (Lanctot et al. 2017; Vinyals et al. 2019): naive self-play cycles, so
 stays exploitable from generation to generation, while a league (PFSP, PSRO) lowers the
 exploitability of its meta-strategy across generations.
 
-    python baselines/league_rrps.py [--rules self,pfsp,psro] [--seeds 5] [--updates 300]
+    python baselines/league_rrps.py [--rules self,pfsp,psro] [--seeds 5] [--rounds 10] [--updates 300]
         [--interval 30] [--br-updates 100] [--results baselines/results/league_rrps.json]
 """
 
@@ -35,34 +35,34 @@ from marljax.shell.experiment import Experiment, build, run_experiment
 from marljax.shell.result_files import iqm, mean_ci, write_results
 from marljax.training.train import TrainConfig
 
-ENV, ROUNDS, NUM_ENVS = "matrix/rrps-v0", 10, 16
+ENV, NUM_ENVS = "matrix/rrps-v0", 16
 AGENT = {"gru_size": 64, "hidden_sizes": (64,)}
 
 
 def run_rule(rule: str, args) -> dict:
     """Train `args.seeds` leagues of `rule`, then measure every generation's exploitability."""
-    capacity = args.updates // args.interval + 1
+    capacity, rounds = args.updates // args.interval + 1, args.rounds
     exp = Experiment(
-        algo="ippo", env=ENV, env_kwargs={"num_rounds": ROUNDS}, seeds=args.seeds,
-        train=TrainConfig(num_envs=NUM_ENVS, rollout_len=ROUNDS,
-                          total_env_steps=NUM_ENVS * ROUNDS * args.updates),
+        algo="ippo", env=ENV, env_kwargs={"num_rounds": rounds}, seeds=args.seeds,
+        train=TrainConfig(num_envs=NUM_ENVS, rollout_len=rounds,
+                          total_env_steps=NUM_ENVS * rounds * args.updates),
         agent=AGENT, league={"rule": rule, "capacity": capacity,
                              "snapshot_interval": args.interval},
-        out_dir=args.out, name=f"league_rrps_{rule}", checkpoint=False,
+        out_dir=args.out, name=f"league_rrps{rounds}_{rule}", checkpoint=False,
     )  # fmt: skip
     result = run_experiment(exp, progress=False)
     built = build(exp)
     env, params = built.env, built.env_params
     teams = league_teams(env)
     fresh = algo_spec("ippo").factory(built.agent_config, TeamView(env, teams[0]), params)
-    br_train = TrainConfig(num_envs=NUM_ENVS, rollout_len=ROUNDS,
-                           total_env_steps=NUM_ENVS * ROUNDS * args.br_updates)  # fmt: skip
+    br_train = TrainConfig(num_envs=NUM_ENVS, rollout_len=rounds,
+                           total_env_steps=NUM_ENVS * rounds * args.br_updates)  # fmt: skip
     per_seed = {"latest": [], "nash": [], "cycle": []}
     for s in range(args.seeds):
         state = jax.tree.map(lambda x, s=s: x[0, s], result.state.agent_state)
         key = jax.random.PRNGKey(1000 + s)
         table = league_crossplay(fresh, state, env, params, key, teams, num_envs=64,
-                                 num_steps=ROUNDS)["win_rate"]  # fmt: skip
+                                 num_steps=rounds)["win_rate"]  # fmt: skip
         targets = generation_targets(table, state.age)
         weights = jnp.concatenate([targets["latest"], targets["nash"]])
         exploit = exploitability_curve(fresh, env, params, state.pool, weights, br_train,
@@ -81,6 +81,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", default="self,pfsp,psro")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10, help="rounds per episode (1: one-shot)")
     parser.add_argument("--updates", type=int, default=300)
     parser.add_argument("--interval", type=int, default=30)
     parser.add_argument("--br-updates", type=int, default=100)
@@ -101,7 +102,7 @@ def main(argv=None):
                   f"{mean_ci(first)[1:]} -> gen {out[kind].shape[1] - 1} IQM {iqm(last):.3f} "
                   f"{mean_ci(last)[1:]}; newer-loses-to-older share {out['cycle'].mean():.2f}")  # fmt: skip
     if args.results:
-        config = {"env": ENV, "num_rounds": ROUNDS, "algo": "ippo", "agent": AGENT,
+        config = {"env": ENV, "num_rounds": args.rounds, "algo": "ippo", "agent": AGENT,
                   "num_envs": NUM_ENVS, "updates": args.updates, "interval": args.interval,
                   "br_updates": args.br_updates, "seeds": args.seeds,
                   "parameter_mode": "shared_id"}  # fmt: skip

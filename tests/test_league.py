@@ -175,3 +175,17 @@ def test_the_pool_memory_is_refused_before_compile_with_the_capacity_named(tmp_p
     exp = _experiment(tmp_path, "big", ["--set", "league.capacity=4096", "--seeds", "2000"])
     with pytest.raises(ConfigError, match="league capacity"):
         run_experiment(exp, progress=False, max_memory_bytes=10**9)
+
+
+def test_smax_with_a_learned_enemy_is_two_sided():
+    pytest.importorskip("jaxmarl")
+    env, params = make("smax/3m-v0", enemy="learned")
+    assert env.num_agents == 6 and league_teams(env) == ((0, 1, 2), (3, 4, 5))
+    state, ts = env.reset(jax.random.PRNGKey(0), params)
+    assert ts.obs.shape[0] == 6 and ts.action_mask.shape[0] == 6
+    state, ts = env.step(jax.random.PRNGKey(1), state, jnp.zeros((6,), jnp.int32), params)
+    assert ts.reward.shape == (6,) and "task/win_rate" in ts.extras
+    with pytest.raises(ValueError, match="enemy must be one of"):
+        make("smax/3m-v0", enemy="scripted")
+    with pytest.raises(ValueError, match="heuristic enemy"):
+        make("smax/3m-v0", enemy="learned", attack_mode="random")

@@ -55,9 +55,14 @@ SMAX_MAPS = (
 WIN_RATE = "task/win_rate"
 
 
+#: who plays the enemy team of `make_smax`.
+ENEMIES = ("heuristic", "learned")
+
+
 def make_smax(
     map_name: str = "3m",
     *,
+    enemy: str = "heuristic",
     enemy_shoots: bool = True,
     attack_mode: str = "closest",
     won_battle_bonus: float = 1.0,
@@ -70,6 +75,12 @@ def make_smax(
 
     Args:
       map_name: a SMAX map (`SMAX_MAPS`), e.g. `"3m"`, `"2s3z"`, `"5m_vs_6m"`.
+      enemy: `"heuristic"` (JaxMARL's scripted enemy; the agents are the allies) or
+        `"learned"`: both teams are agents (JaxMARL's `SMAX`, `A = allies + enemies`, allies
+        first; each unit's observation lists its own team first, so one network plays either
+        side; each team is rewarded for the health the other loses), and `env.teams` names
+        the two teams for a league (`marljax train --league pfsp`). `task/win_rate` stays the
+        allies' win rate.
       enemy_shoots: the heuristic enemy attacks (JaxMARL's default True).
       attack_mode: the enemy's target choice, `"closest"` or `"random"`.
       won_battle_bonus: reward for a won battle (JaxMARL 1.0).
@@ -86,15 +97,20 @@ def make_smax(
 
     def won(inner: Any) -> dict[str, jnp.ndarray]:
         """A won battle: every enemy dead and an ally alive (allies come first)."""
-        alive = inner.state.unit_alive.astype(bool)
+        state = getattr(inner, "state", inner)  # HeuristicEnemySMAX wraps SMAX's state
+        alive = state.unit_alive.astype(bool)
         battle_won = jnp.all(~alive[num_allies:]) & jnp.any(alive[:num_allies])
         return {WIN_RATE: battle_won.astype(jnp.float32)}
 
+    if enemy not in ENEMIES:
+        raise ValueError(f"enemy must be one of {list(ENEMIES)}, got {enemy!r}")
+    heuristic = {"enemy_shoots": enemy_shoots, "attack_mode": attack_mode}
+    if enemy == "learned" and (enemy_shoots is not True or attack_mode != "closest"):
+        raise ValueError("enemy_shoots and attack_mode set the heuristic enemy; enemy='learned'")
     env, _ = from_jaxmarl(
-        "HeuristicEnemySMAX",
+        "HeuristicEnemySMAX" if enemy == "heuristic" else "SMAX",
         scenario=scenario,
-        enemy_shoots=enemy_shoots,
-        attack_mode=attack_mode,
+        **(heuristic if enemy == "heuristic" else {}),
         won_battle_bonus=won_battle_bonus,
         see_enemy_actions=see_enemy_actions,
         walls_cause_death=walls_cause_death,
@@ -103,6 +119,9 @@ def make_smax(
         episode_metrics=won,
     )
     env.map_name = map_name
+    if enemy == "learned":
+        num_enemies = int(scenario.num_enemies)
+        env.teams = (tuple(range(num_allies)), tuple(range(num_allies, num_allies + num_enemies)))
     return env
 
 
@@ -151,6 +170,7 @@ def smax_ids() -> list[str]:
 
 
 __all__ = [
+    "ENEMIES",
     "JAXMARL_VERSION",
     "SMAX_MAPS",
     "WIN_RATE",

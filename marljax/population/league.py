@@ -172,7 +172,7 @@ def league_teams(env: Environment, teams: tuple | None = None) -> tuple[tuple[in
     """
     num = env.num_agents
     if teams is None:
-        teams = getattr(env.unwrapped, "teams", None)
+        teams = getattr(env, "teams", None)
     if teams is None:
         if num < 2 or num % 2:
             raise ConfigError(
