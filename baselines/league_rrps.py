@@ -57,21 +57,18 @@ def run_rule(rule: str, args) -> dict:
     fresh = algo_spec("ippo").factory(built.agent_config, TeamView(env, teams[0]), params)
     br_train = TrainConfig(num_envs=NUM_ENVS, rollout_len=rounds,
                            total_env_steps=NUM_ENVS * rounds * args.br_updates)  # fmt: skip
-    per_seed = {"latest": [], "nash": [], "cycle": []}
+    states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # [S, ...] (one setting)
+    table = league_crossplay(fresh, states, env, params, jax.random.PRNGKey(1000), teams,
+                             num_envs=64, num_steps=rounds)["win_rate"]  # fmt: skip
+    targets = jax.vmap(generation_targets)(table, states.age)
+    weights = jnp.concatenate([targets["latest"], targets["nash"]], axis=1)  # [S, 2K, K]
+    exploit = exploitability_curve(fresh, env, params, states.pool, weights, br_train,
+                                   jax.random.PRNGKey(2000))[:, 0]  # fmt: skip
+    per_seed = {"latest": exploit[:, :capacity], "nash": exploit[:, capacity:], "cycle": []}
     for s in range(args.seeds):
-        state = jax.tree.map(lambda x, s=s: x[0, s], result.state.agent_state)
-        key = jax.random.PRNGKey(1000 + s)
-        table = league_crossplay(fresh, state, env, params, key, teams, num_envs=64,
-                                 num_steps=rounds)["win_rate"]  # fmt: skip
-        targets = generation_targets(table, state.age)
-        weights = jnp.concatenate([targets["latest"], targets["nash"]])
-        exploit = exploitability_curve(fresh, env, params, state.pool, weights, br_train,
-                                       jax.random.PRNGKey(2000 + s))[0]  # fmt: skip
-        per_seed["latest"].append(np.asarray(exploit[:capacity]))
-        per_seed["nash"].append(np.asarray(exploit[capacity:]))
         # cycling: how often a newer snapshot loses to an older one (0 for a transitive chain)
-        order = np.argsort(np.asarray(state.age))
-        w = np.asarray(table)[np.ix_(order, order)]
+        order = np.argsort(np.asarray(states.age[s]))
+        w = np.asarray(table[s])[np.ix_(order, order)]
         later = np.triu(np.ones_like(w, bool), 1)  # [i, j]: j newer than i
         per_seed["cycle"].append(float(np.mean((w.T < 0.5)[later])))
     return {k: np.asarray(v) for k, v in per_seed.items()}

@@ -4,6 +4,7 @@ One tiny league (repeated RPS, 3 rounds, 4 envs, IPPO with a GRU of 8) is traine
 `marljax train --league` and shared by the tests that read it.
 """
 
+import json
 import os
 
 import jax
@@ -57,6 +58,11 @@ def league_run(tmp_path_factory):
 
 def test_the_cli_trains_a_league_with_a_pool_filled_on_schedule(league_run):
     exp, result = league_run
+    with open(os.path.join(result.run_dir, "league.json")) as f:
+        report = json.load(f)
+    assert np.shape(report["win_rate"]) == (1, 2, CAPACITY, CAPACITY)
+    assert np.shape(report["elo"]) == (1, 2, CAPACITY) and report["age"][0][0] == [6, 8, 4]
+    assert os.path.exists(os.path.join(result.run_dir, "league_crossplay.png"))
     assert exp.league_config.rule == "pfsp" and exp.league_config.num_envs == ENVS
     state = result.state.agent_state
     # slot 0: the initial policy; then a snapshot every INTERVAL updates into a ring of 3
@@ -91,7 +97,10 @@ def test_crossplay_elo_nash_and_exploitability_of_the_pool(league_run):
     env, params = built.env, built.env_params
     teams = league_teams(env)
     learner = algo_spec("ippo").factory(built.agent_config, TeamView(env, teams[0]), params)
-    state = jax.tree.map(lambda x: x[0, 0], result.state.agent_state)
+    states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # both seeds, one program
+    both = league_crossplay(learner, states, env, params, jax.random.PRNGKey(0), teams, 8, ROUNDS)
+    assert both["win_rate"].shape == (2, CAPACITY, CAPACITY)
+    state = jax.tree.map(lambda x: x[0], states)
     out = league_crossplay(learner, state, env, params, jax.random.PRNGKey(0), teams, 8, ROUNDS)
     win = np.asarray(out["win_rate"])
     assert win.shape == (CAPACITY, CAPACITY) and np.all(out["finished"] == 1.0)
@@ -104,6 +113,10 @@ def test_crossplay_elo_nash_and_exploitability_of_the_pool(league_run):
     curve = exploitability_curve(learner, env, params, state.pool, jnp.eye(CAPACITY)[:2], br,
                                  jax.random.PRNGKey(1), seeds=2)  # fmt: skip
     assert curve.shape == (2, 2) and np.all(np.abs(curve) <= 0.5)
+    pools = jax.tree.map(lambda x: x[0], result.state.agent_state.pool)  # [S, K, ...]
+    per_run = exploitability_curve(learner, env, params, pools, jnp.tile(jnp.eye(CAPACITY)[None, :1], (2, 1, 1)),
+                                   br, jax.random.PRNGKey(1))  # fmt: skip
+    assert per_run.shape == (2, 1, 1)
 
 
 def test_elo_recovers_known_ratings_and_nash_of_a_cycle_is_uniform():

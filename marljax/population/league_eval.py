@@ -47,32 +47,35 @@ def league_crossplay(
     num_steps: int = 100,
     hparams: Any = None,
 ) -> dict[str, Array]:
-    """Every snapshot of `state.pool` against every other (sampled actions).
+    """Every snapshot of `state.pool` against every other (sampled actions), one program.
 
     Args:
       agent: the league's learner (built for one team, as for `make_league`).
-      state: one run's `LeagueState` (no seed axis).
+      state: a `LeagueState`: one run's, or several runs' with leading run axes (e.g. a
+        finished run's `[G, S, ...]`), all evaluated in one `vmap`.
       env, env_params: the env the league plays.
       key: PRNG key.
       teams: the league's two teams (`marljax.population.league.league_teams`).
       num_envs: episodes per pair (static).
       num_steps: step budget of an episode (static; at least the env's episode length).
-      hparams: the learner's hparams (default: its defaults).
+      hparams: the learner's hparams (default: its defaults; shared by the runs).
 
     Returns:
-      `{"win_rate": [K, K], "score": [K, K], "finished": [K, K]}`: member `i` on team 0 against
-      member `j` on team 1: its win rate (draws count 1/2), its mean return minus the
-      opponent's, and the share of episodes that finished within `num_steps`.
+      `{"win_rate": [..., K, K], "score": [..., K, K], "finished": [..., K, K]}` (`...` the run
+      axes): member `i` on team 0 against member `j` on team 1: its win rate (draws count 1/2),
+      its mean return minus the opponent's, and the share of episodes that finished within
+      `num_steps`.
     """
     hparams = agent.default_hparams() if hparams is None else hparams
     state = jax.tree.map(jnp.asarray, state)  # host arrays (a finished run's) to device
     t0, t1 = (np.asarray(t) for t in teams)
-    num = state.filled.shape[0]
+    num = state.filled.shape[-1]
+    runs = state.filled.shape[:-1]
     config = LeagueConfig(rule="uniform", capacity=num, num_envs=num_envs, teams=teams)
     league = make_league(agent, env, config)
     vec_env = rollout.batched_env(env)
 
-    def play(i, j, k):
+    def play(state, i, j, k):
         s = state.replace(
             learner=jax.tree.map(lambda p: p[i], state.pool),
             weights=jax.nn.one_hot(j, num),
@@ -91,9 +94,13 @@ def league_crossplay(
         return outcome.mean(), diff.mean(), finished.mean()
 
     idx = jnp.arange(num)
-    keys = jax.random.split(key, num * num).reshape(num, num, -1)
-    table = jax.vmap(jax.vmap(play, in_axes=(None, 0, 0)), in_axes=(0, None, 0))
-    win, score, finished = jax.jit(table)(idx, idx, keys)
+    row = jax.vmap(play, in_axes=(None, None, 0, 0))
+    table = jax.vmap(row, in_axes=(None, 0, None, 0))
+    for _ in runs:
+        table = jax.vmap(table, in_axes=(0, None, None, 0))
+    keys = jax.random.split(key, int(np.prod(runs, dtype=int)) * num * num)
+    keys = keys.reshape(*runs, num, num, -1)
+    win, score, finished = jax.jit(table)(state, idx, idx, keys)
     return {"win_rate": win, "score": score, "finished": finished}
 
 
@@ -196,14 +203,17 @@ def generation_targets(
 
 @struct.dataclass
 class BestResponseHParams:
-    """Traced hparams of a best response: the learner's, and the frozen opponents' mixture.
+    """Traced hparams of a best response: the learner's, the frozen pool and its mixture.
 
     Attributes:
       agent: the learner's hparams.
-      weights: `[K]` probabilities of the frozen pool's members (one-hot: a single snapshot).
+      pool: the frozen opponents, stacked agent states `[K, ...]` (traced, so one compiled
+        program serves every pool of the same shape, and pools can be a `vmap` axis).
+      weights: `[K]` probabilities of the pool's members (one-hot: a single snapshot).
     """
 
     agent: Any
+    pool: Any
     weights: Array
 
 
@@ -214,13 +224,15 @@ def make_best_response(agent: Agent, env: Environment, pool: Any, num_envs: int,
     Args:
       agent: the learner, built for one team (`TeamView`), as for `make_league`.
       env: the two-sided env.
-      pool: stacked agent states `[K, ...]` (e.g. a finished league's `state.pool`).
+      pool: stacked agent states `[K, ...]` (e.g. a finished league's `state.pool`): the
+        default hparams' pool, and the shape of any other.
       num_envs: the runner's `num_envs`.
       teams: as for `LeagueConfig.teams`.
 
     Returns:
-      An `Agent` whose hparams are `BestResponseHParams` (default: the learner's defaults and
-      uniform weights); its metrics' `league/win_rate` is its win rate against the pool.
+      An `Agent` whose hparams are `BestResponseHParams` (default: the learner's defaults,
+      `pool` and uniform weights); its metrics' `league/win_rate` is its win rate against the
+      pool.
     """
     pool = jax.tree.map(jnp.asarray, pool)
     num = int(jax.tree.leaves(pool)[0].shape[0])
@@ -228,22 +240,23 @@ def make_best_response(agent: Agent, env: Environment, pool: Any, num_envs: int,
                           num_envs=num_envs, teams=teams)  # fmt: skip
     league = make_league(agent, env, config)
 
-    def init(key, hparams):
-        state = league.init(key, hparams.agent)
-        full = jnp.ones((num,), bool)
-        return state.replace(pool=pool, filled=full, age=jnp.zeros((num,), jnp.int32),
+    def frozen(state, hparams):
+        return state.replace(pool=hparams.pool, filled=jnp.ones((num,), bool),
                              weights=hparams.weights)  # fmt: skip
 
+    def init(key, hparams):
+        state = frozen(league.init(key, hparams.agent), hparams)
+        return state.replace(age=jnp.zeros((num,), jnp.int32))
+
     def act(state, carry, obs, key, hparams, greedy=False):
-        return league.act(state, carry, obs, key, hparams.agent, greedy)
+        return league.act(frozen(state, hparams), carry, obs, key, hparams.agent, greedy)
 
     def update(state, traj, hparams, key, axis_name=None):
-        new, metrics = league.update(state, traj, hparams.agent, key, axis_name)
-        return new.replace(pool=state.pool, filled=state.filled, newest=state.newest,
-                           weights=hparams.weights), metrics  # fmt: skip
+        new, metrics = league.update(frozen(state, hparams), traj, hparams.agent, key, axis_name)
+        return new.replace(newest=state.newest), metrics
 
     def default_hparams():
-        return BestResponseHParams(agent.default_hparams(), jnp.full((num,), 1.0 / num))
+        return BestResponseHParams(agent.default_hparams(), pool, jnp.full((num,), 1.0 / num))
 
     return league._replace(init=init, act=act, update=update, default_hparams=default_hparams)
 
@@ -266,9 +279,10 @@ def exploitability_curve(
     Args:
       agent: a fresh learner for one team (`TeamView`).
       env, env_params: the env.
-      pool: one run's stacked snapshots `[K, ...]`.
-      weights: `[G, K]` each target's mixture over the snapshots (rows of `eye(K)`: the
-        snapshots themselves).
+      pool: stacked snapshots `[K, ...]` of one run, or `[R, K, ...]` of `R` runs (e.g. a
+        league's seeds), every run's targets trained in the same program.
+      weights: `[G, K]` (or `[R, G, K]`) each target's mixture over its run's snapshots (rows
+        of `eye(K)`: the snapshots themselves).
       train: the best responses' training run.
       key: PRNG key.
       seeds: best responses per target.
@@ -277,24 +291,31 @@ def exploitability_curve(
       teams: as for `LeagueConfig.teams`.
 
     Returns:
-      `[seeds, G]`: each best response's win rate against its target minus 1/2, averaged over
-      its last `last_fraction` of updates.
+      `[seeds, G]` (or `[R, seeds, G]`): each best response's win rate against its target
+      minus 1/2, averaged over its last `last_fraction` of updates.
     """
-    br = make_best_response(agent, env, pool, train.num_envs, teams)
+    pool = jax.tree.map(jnp.asarray, pool)
+    weights = jnp.asarray(weights, jnp.float32)
+    batched = weights.ndim == 3
+    one_pool = jax.tree.map(lambda x: x[0], pool) if batched else pool
+    br = make_best_response(agent, env, one_pool, train.num_envs, teams)
     trainer = make_train(train, env, br, env_params)
     base = agent.default_hparams() if hparams is None else hparams
-    weights = jnp.asarray(weights, jnp.float32)
-    num_targets = weights.shape[0]
+    num_targets = weights.shape[-2]
 
-    def one(k, w):
-        _, metrics = trainer.train(k, BestResponseHParams(base, w))
+    def one(k, p, w):
+        _, metrics = trainer.train(k, BestResponseHParams(base, p, w))
         rate = metrics["league/win_rate"]
         tail = max(1, int(round(rate.shape[0] * last_fraction)))
         return jnp.nanmean(rate[-tail:]) - 0.5
 
-    keys = jax.random.split(key, seeds * num_targets).reshape(seeds, num_targets, -1)
-    run = jax.vmap(jax.vmap(one, in_axes=(0, 0)), in_axes=(0, None))
-    return jax.jit(run)(keys, weights)
+    run = jax.vmap(jax.vmap(one, in_axes=(0, None, 0)), in_axes=(0, None, None))
+    if not batched:
+        keys = jax.random.split(key, seeds * num_targets).reshape(seeds, num_targets, -1)
+        return jax.jit(run)(keys, pool, weights)
+    runs = weights.shape[0]
+    keys = jax.random.split(key, runs * seeds * num_targets).reshape(runs, seeds, num_targets, -1)
+    return jax.jit(jax.vmap(run))(keys, pool, weights)
 
 
 __all__ = [

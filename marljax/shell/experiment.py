@@ -314,6 +314,8 @@ def _result(run_dir, built, metrics, state, finished, grid=True) -> RunResult:
     if grid:
         metrics = _grid(metrics, G, S)
     state = jax.tree.map(lambda x: np.asarray(x).reshape(G, S, *np.shape(x)[1:]), state)
+    if run_dir is not None and finished and built.exp.league_config is not None:
+        outputs.write_league(run_dir, built, state.agent_state)
     return RunResult(run_dir, metrics, state, built.settings, finished)
 
 

@@ -77,6 +77,47 @@ def write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> No
         pass
 
 
+def write_league(run_dir: str, built: Built, league_state: Any, num_envs: int = 32) -> None:
+    """league.json and league_crossplay.png of a finished league run: every run's snapshots
+    played against each other (`league_crossplay`, one program), Elo, Nash and alpha-rank
+    (`league_report`); the figure is the first run's matrix, snapshots ordered by age."""
+    import jax
+
+    from marljax.agents import algo_spec
+    from marljax.population.league import TeamView, league_teams
+    from marljax.population.league_eval import league_crossplay, league_report
+    from marljax.training.train import eval_budget
+
+    exp, env, params = built.exp, built.env, built.env_params
+    teams = league_teams(env, exp.league_config.teams)
+    learner = algo_spec(exp.algo).factory(exp.agent_config, TeamView(env, teams[0]), params)
+    steps = eval_budget(exp.train, params)
+    out = league_crossplay(learner, league_state, env, params, jax.random.PRNGKey(0), teams,
+                           num_envs=num_envs, num_steps=steps)  # fmt: skip
+    win = np.asarray(out["win_rate"])  # [G, S, K, K]
+    filled = np.asarray(league_state.filled)
+    report = jax.vmap(jax.vmap(league_report))(win, filled)
+    data = {
+        "about": "each run's snapshots (slots of the pool) against each other: win_rate[i][j] "
+        f"is snapshot i (team 0) against snapshot j (team 1), {num_envs} episodes per pair, "
+        "draws 1/2; age: the update each snapshot was taken (-1: empty)",
+        "age": np.asarray(league_state.age).tolist(),
+        "win_rate": win.tolist(),
+        "finished": np.asarray(out["finished"]).tolist(),
+        **{k: np.asarray(v).tolist() for k, v in report.items()},
+    }
+    results.write_json(os.path.join(run_dir, "league.json"), data)
+    ages = np.asarray(league_state.age)[0, 0]
+    order = np.argsort(np.where(ages < 0, 2**31, ages))
+    labels = [f"u{int(ages[k])}" for k in order]
+    with contextlib.suppress(ImportError):  # matplotlib is an optional extra
+        plots.plot_crossplay_heatmap(
+            win[0, 0][np.ix_(order, order)], os.path.join(run_dir, "league_crossplay.png"),
+            labels=labels, title=f"{exp.algo} league on {exp.env}: snapshots (update taken)",
+            value_label="win rate of the row snapshot",
+        )  # fmt: skip
+
+
 def export_marl_eval(run_dirs: list[str], out_dir: str, points: int = 20) -> list[str]:
     """One marl-eval JSON per run directory in `out_dir`, every run on the same step grid.
 

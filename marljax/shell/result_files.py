@@ -137,6 +137,20 @@ def iqm(x: np.ndarray) -> float:
     return float(aggregate_iqm(np.asarray(x, np.float32)[:, None]))
 
 
+def iqm_ci(x: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """IQM and stratified-bootstrap 95% CI over seeds (`marljax.evaluation.stats.interval_estimate`,
+    rliable's percentile interval, fixed key: the same data always give the same text)."""
+    import jax
+
+    from marljax.evaluation.stats import aggregate_iqm, interval_estimate
+
+    x = np.asarray(x, np.float32)
+    if x.ndim != 1 or x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"iqm_ci needs [S] finite values, got {x!r}")
+    est = interval_estimate(jax.random.PRNGKey(seed), aggregate_iqm, x[:, None])
+    return float(est.point), float(est.low), float(est.high)
+
+
 def p_greater(x: np.ndarray, y: np.ndarray) -> float:
     """P(a seed of `x` scores more than a seed of `y`), ties counted half
     (`marljax.evaluation.stats.probability_of_improvement` on one task)."""
@@ -217,6 +231,7 @@ __all__ = [
     "count",
     "fill_blocks",
     "iqm",
+    "iqm_ci",
     "markdown_table",
     "mean_ci",
     "p_greater",
