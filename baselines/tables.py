@@ -25,6 +25,7 @@ from marljax.shell.result_files import (
     count,
     fill_blocks,
     iqm,
+    iqm_ci,
     markdown_table,
     mean_ci,
     p_greater,
@@ -315,6 +316,66 @@ def psro_summary(results: str) -> str:
             f"{at('last', 16)}")  # fmt: skip
 
 
+#: the league result files of `league_rrps.py`, by rounds per episode
+LEAGUE = {1: "league_rrps1.json", 10: "league_rrps10.json"}
+LEAGUE_RULES = {"self": "naive self-play", "pfsp": "PFSP", "psro": "PSRO (Nash)",
+                "uniform": "fictitious self-play (uniform)"}  # fmt: skip
+
+
+def _iqm_ci(x: np.ndarray) -> str:
+    point, low, high = iqm_ci(x)
+    return f"{point:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def league_rows(results: str, rounds: int) -> tuple[dict, list[dict], int]:
+    """`(file data, rows, last generation)` of a `league_rrps.py` result file."""
+    data = read_results(os.path.join(results, LEAGUE[rounds]))
+    rows = data["rows"]
+    last = max(int(k.split("/")[1]) for k in rows[0]["per_seed"] if k.startswith("exploit"))
+    return data, rows, last
+
+
+def league_table(results: str, rounds: int) -> str:
+    """Exploitability (IQM [95% CI] over seeds) at the first and last generation, per rule."""
+    data, rows, last = league_rows(results, rounds)
+    header = ["rule", "newest snapshot, gen 1", f"newest snapshot, gen {last}",
+              "Nash mixture, gen 1", f"Nash mixture, gen {last}",
+              "newer loses to older"]  # fmt: skip
+    body = []
+    for row in rows:
+        get = lambda kind, g: values(row, f"exploitability_{kind}/{g}")  # noqa: E731, B023
+        body.append([LEAGUE_RULES[row["rule"]], _iqm_ci(get("latest", 1)),
+                     _iqm_ci(get("latest", last)), _iqm_ci(get("nash", 1)),
+                     _iqm_ci(get("nash", last)),
+                     f"{np.mean(values(row, 'cycling')):.2f}"])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def league_summary(results: str) -> str:
+    """The README row's sentence for the league measurement."""
+    parts = []
+    for rounds in LEAGUE:
+        _, rows, last = league_rows(results, rounds)
+        by = {r["rule"]: r for r in rows}
+
+        def at(rule, kind, by=by, last=last):
+            first = iqm(values(by[rule], f"exploitability_{kind}/1"))
+            end = iqm(values(by[rule], f"exploitability_{kind}/{last}"))
+            return f"{first:.2f} -> {end:.2f}"
+
+        n = len(values(rows[0], "cycling"))
+        cycle = ", ".join(f"{LEAGUE_RULES[r['rule']].split(' (')[0]} "
+                          f"{np.mean(values(r, 'cycling')):.2f}" for r in rows)  # fmt: skip
+        game = "one-shot RPS" if rounds == 1 else f"repeated RPS ({rounds} rounds)"
+        parts.append(
+            f"{game}, {n} seeds, exploitability from generation 1 to {last}: naive self-play's "
+            f"newest policy {at('self', 'latest')}; the Nash mixture of the snapshots, "
+            f"self-play {at('self', 'nash')}, PFSP {at('pfsp', 'nash')}, PSRO "
+            f"{at('psro', 'nash')}; newer snapshot loses to older: {cycle}"
+        )
+    return "; ".join(parts) + " (IQM; best-response win rate minus 1/2)"
+
+
 def reproduced_table(results: str) -> str:
     """The README's rows whose numbers come from stored result files."""
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
@@ -359,6 +420,12 @@ def reproduced_table(results: str) -> str:
                  "baselines/results/psro_nashconv.json`",
                  "one population per player (exact best responses)", psro_summary(results),
                  "Lanctot et al. 2017"])  # fmt: skip
+    rows.append(["`python baselines/league_rrps.py --rules self,pfsp,psro,uniform --rounds 1 "
+                 "--updates 400 --interval 50 --br-updates 100 --results "
+                 "baselines/results/league_rrps1.json` (and `--rounds 10 --updates 200 "
+                 "--interval 40 --br-updates 60`, `league_rrps10.json`)",
+                 "shared_id (one learner plays both seats)", league_summary(results),
+                 "Lanctot et al. 2017; Vinyals et al. 2019"])  # fmt: skip
     qdata, q = qtran_rows(results)
     rows.append([
         "`python baselines/qtran_nonmonotonic.py --results "
@@ -401,6 +468,8 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "lola": lola_table(results),
         "psro-rps": psro_table(results, "matrix/rps-v0"),
         "psro-matching-pennies": psro_table(results, "matrix/matching_pennies-v0"),
+        "league-rrps10": league_table(results, 10),
+        "league-rrps1": league_table(results, 1),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"
