@@ -113,7 +113,7 @@ def write_league(run_dir: str, built: Built, league_state: Any, num_envs: int = 
     with contextlib.suppress(ImportError):  # matplotlib is an optional extra
         plots.plot_crossplay_heatmap(
             win[0, 0][np.ix_(order, order)], os.path.join(run_dir, "league_crossplay.png"),
-            labels=labels, title=f"{exp.algo} league on {exp.env}: snapshots (update taken)",
+            labels=labels, title=f"{exp.algo} league: snapshots (update taken)",
             value_label="win rate of the row snapshot",
         )  # fmt: skip
 

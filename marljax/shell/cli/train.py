@@ -209,6 +209,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     for name in task_metric_names(result.metrics):  # e.g. SMAX's win rate
         summaries.append((name, f"final {score_label(name)}"))
+    if "league/win_rate" in result.metrics:  # zero-sum returns average to 0: the outcome counts
+        summaries.append(("league/win_rate", "final league win rate (team 0, draws 1/2; "
+                          f"cross-play of the snapshots in {result.run_dir}/league.json)"))  # fmt: skip
     from marljax.core import env_references
 
     refs = env_references(built.exp.env, built.exp.env_kwargs)
