@@ -202,3 +202,25 @@ def test_smax_with_a_learned_enemy_is_two_sided():
         make("smax/3m-v0", enemy="scripted")
     with pytest.raises(ValueError, match="heuristic enemy"):
         make("smax/3m-v0", enemy="learned", attack_mode="random")
+
+
+def test_the_learner_plays_both_sides_unless_told_first():
+    env, params = make("matrix/rrps-v0", num_rounds=ROUNDS)
+    spec = algo_spec("ippo")
+    learner = spec.factory(spec.config_cls(recurrent=False, hidden_sizes=(8,)), TeamView(env, (0,)), params)  # fmt: skip
+    from marljax.agents.base import Observation
+
+    _, ts = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(jax.random.PRNGKey(0), 64), params
+    )
+    obs = Observation(ts.obs, ts.action_mask, ts.global_state, jnp.ones((64,), bool))
+    for sides, expect in (("both", {0, 1}), ("first", {0})):
+        league = make_league(learner, env, LeagueConfig(num_envs=64, sides=sides))
+        state = league.init(jax.random.PRNGKey(1), learner.default_hparams())
+        actions, carry, (_, opponent, side) = league.act(
+            state, league.initial_carry(64), obs, jax.random.PRNGKey(2), learner.default_hparams()
+        )
+        assert set(np.asarray(side).tolist()) == expect and actions.shape == (64, 2)
+        assert np.all(np.asarray(opponent) == 0)  # the initial policy is the only member
+    with pytest.raises(ConfigError, match="league sides"):
+        Experiment(algo="ippo", env="matrix/rrps-v0", league={"sides": "left"})

@@ -5,8 +5,8 @@ env (`team_view`), into an `Agent` for the whole env. Its state holds the learne
 fixed-capacity pool of `K` snapshots of it (one stacked pytree, `[K, ...]` on every leaf, not a
 Python list); so training a league is plain training (`marljax.training.train.make_train`), and
 the engine's seeds, hyperparameter grids, chunks, checkpoints, resume and run directories apply
-unchanged. The learner plays team 0; team 1 is played, per episode, by an opponent drawn when
-the episode starts:
+unchanged. The learner plays one team (drawn per episode, `sides="both"`; or always team 0) and
+the other team is played, per episode, by an opponent drawn when the episode starts:
 
 - `self`: the current learner (naive self-play; the pool is not used);
 - `latest`: the newest snapshot;
@@ -66,6 +66,8 @@ Array = jax.Array
 RULES = ("self", "latest", "uniform", "pfsp", "psro")
 #: PFSP weightings `f(p)` of a win rate `p`.
 PFSP_WEIGHTINGS = ("hard", "variance")
+#: which teams the learner plays (`LeagueConfig.sides`).
+SIDES = ("both", "first")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +89,9 @@ class LeagueConfig:
       teams: the agents of team 0 (the learner) and team 1 (the opponents); None: the first
         and second half of the agents. Both teams must have the same size (the learner's
         network plays either).
+      sides: `both` (default): the learner's team is drawn per episode, so it learns both sides
+        of a game whose sides differ (SMAX's spawn positions) and a snapshot meets it on
+        either; `first`: the learner always plays team 0.
       num_envs: environments per run `E` (the runner's; `make_league` checks it).
     """
 
@@ -101,6 +106,7 @@ class LeagueConfig:
     explore: float = param(0.1, lo=0.0, hi=1.0, help="uniform share mixed into psro's sigma")
     win_decay: float = param(0.99, lo=0.0, hi=1.0, help="per-update decay of the win counts")
     teams: tuple | None = None
+    sides: str = "both"
     num_envs: int = param(16, lo=1, help="environments per run (the runner's)")
 
 
@@ -211,18 +217,24 @@ def validate_league(config: LeagueConfig) -> None:
             f"league pfsp_weighting must be one of {list(PFSP_WEIGHTINGS)}, "
             f"got {config.pfsp_weighting!r}"
         )
+    if config.sides not in SIDES:
+        raise ConfigError(f"league sides must be one of {list(SIDES)}, got {config.sides!r}")
     try:
         get_meta_solver(config.meta_solver)
     except ConfigError as err:
         raise ConfigError(f"league meta_solver: {err}") from None
 
 
-def _slice_agents(x: Array, idx: np.ndarray) -> Array:
-    return x[:, idx] if x.ndim >= 2 else x
+def _gather(x: Array, idx: Array) -> Array:
+    """`x[..., e, idx[..., e, :], ...]`: per env `e` its team's agents (`x`: `[..., E, A, ...]`,
+    `idx`: `[..., E, n]` agent indices) -> `[..., E, n, ...]`."""
+    lead = idx.ndim - 1
+    index = idx.reshape(*idx.shape, *([1] * (x.ndim - lead - 1)))
+    return jnp.take_along_axis(x, index, axis=lead)
 
 
-def _seat(obs: Observation, idx: np.ndarray) -> Observation:
-    return obs.replace(obs=obs.obs[:, idx], action_mask=obs.action_mask[:, idx])
+def _seat(obs: Observation, idx: Array) -> Observation:
+    return obs.replace(obs=_gather(obs.obs, idx), action_mask=_gather(obs.action_mask, idx))
 
 
 def win_rates(wins: Array, games: Array, prior: float = 1.0) -> Array:
@@ -257,7 +269,7 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
     del env_params
     validate_league(config)
     teams = league_teams(env, config.teams)
-    t0, t1 = (np.asarray(t) for t in teams)
+    seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)  # [2, n]
     K, E = int(config.capacity), int(config.num_envs)
     rule = config.rule
     solver = get_meta_solver(config.meta_solver)
@@ -284,13 +296,17 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
 
     def initial_carry(num_envs: int) -> Any:
         c = agent.initial_carry(num_envs)
-        return c, c, jnp.full((num_envs,), -1, jnp.int32)
+        return c, c, jnp.full((num_envs,), -1, jnp.int32), jnp.zeros((num_envs,), jnp.int32)
 
     def act(state: LeagueState, carry, obs: Observation, key, hparams, greedy=False):
         kwargs = {"greedy": True} if greedy else {}
-        own, other, opponent = carry
-        key_draw, key_self, key_0, key_1 = jax.random.split(key, 4)
+        own, other, opponent, side = carry
+        key_draw, key_self, key_0, key_1, key_side = jax.random.split(key, 5)
         num_envs = obs.reset.shape[0]
+        if config.sides == "both":
+            side = jnp.where(obs.reset, jax.random.bernoulli(key_side, 0.5, (num_envs,)), side)
+            side = side.astype(jnp.int32)
+        mine, theirs = seats[side], seats[1 - side]  # [E, n] agents of each env's two teams
         if use_pool:
             drawn = jax.random.categorical(
                 key_draw, jnp.log(state.weights + 1e-30), shape=(num_envs,)
@@ -299,8 +315,8 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
                 mine = jax.random.uniform(key_self, (num_envs,)) < config.self_play
                 drawn = jnp.where(mine, -1, drawn)
             opponent = jnp.where(obs.reset, drawn, opponent)
-        actions_0, own, info = agent.act(state.learner, own, _seat(obs, t0), key_0, hparams, **kwargs)  # fmt: skip
-        obs_1 = _seat(obs, t1)
+        actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip
+        obs_1 = _seat(obs, theirs)
         if use_pool:  # every member and the learner act; each env keeps its opponent's action
             states = jax.tree.map(
                 lambda p, x: jnp.concatenate([p, x[None]]), state.pool, state.learner
@@ -316,13 +332,14 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         else:
             actions_1, other, _ = agent.act(state.learner, other, obs_1, key_1, hparams, **kwargs)
         shape = (num_envs, env.num_agents, *actions_0.shape[2:])
-        actions = jnp.zeros(shape, actions_0.dtype).at[:, t0].set(actions_0)
-        actions = actions.at[:, t1].set(actions_1.astype(actions_0.dtype))
-        return actions, (own, other, opponent), (info, opponent)
+        rows = jnp.arange(num_envs)[:, None]
+        actions = jnp.zeros(shape, actions_0.dtype).at[rows, mine].set(actions_0)
+        actions = actions.at[rows, theirs].set(actions_1.astype(actions_0.dtype))
+        return actions, (own, other, opponent, side), (info, opponent, side)
 
-    def outcomes(state: LeagueState, traj: Trajectory, opponent: Array):
+    def outcomes(state: LeagueState, traj: Trajectory, opponent: Array, side: Array):
         """Per-slot wins and games of the episodes that ended in `traj`, and the running scores."""
-        diff = traj.reward[:, :, t0].sum(-1) - traj.reward[:, :, t1].sum(-1)  # [T, E]
+        diff = _gather(traj.reward, seats[side]).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)  # fmt: skip
         done = traj.terminated | traj.truncated
 
         def step(running, x):
@@ -353,22 +370,22 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         return (1.0 - config.explore) * sigma + config.explore * uniform
 
     def update(state: LeagueState, traj: Trajectory, hparams, key, axis_name=None):
-        info, opponent = traj.policy_info
-        obs = traj.observation
-        own_carry = traj.initial_carry[0]
+        info, opponent, side = traj.policy_info
+        idx = seats[side]  # [T, E, n] the learner's agents at each step
         mine = traj.replace(
-            observation=obs.replace(obs=obs.obs[:, :, t0], action_mask=obs.action_mask[:, :, t0]),
-            actions=traj.actions[:, :, t0],
-            reward=traj.reward[:, :, t0],
-            next_obs=traj.next_obs[:, :, t0],
-            next_action_mask=traj.next_action_mask[:, :, t0],
+            observation=_seat(traj.observation, idx),
+            actions=_gather(traj.actions, idx),
+            reward=_gather(traj.reward, idx),
+            next_obs=_gather(traj.next_obs, idx),
+            next_action_mask=_gather(traj.next_action_mask, idx),
             policy_info=info,
-            last_observation=_seat(traj.last_observation, t0),
-            initial_carry=own_carry,
+            # the side of the last step: where its episode goes on, the next step's too
+            last_observation=_seat(traj.last_observation, idx[-1]),
+            initial_carry=traj.initial_carry[0],
         )
         kwargs = {} if axis_name is None else {"axis_name": axis_name}
         learner, metrics = agent.update(state.learner, mine, hparams, key, **kwargs)
-        running, new_wins, new_games, (won, ended) = outcomes(state, traj, opponent)
+        running, new_wins, new_games, (won, ended) = outcomes(state, traj, opponent, side)
         decay = config.win_decay
         wins = decay * state.wins + new_wins
         games = decay * state.games + new_games
@@ -426,6 +443,7 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
 __all__ = [
     "PFSP_WEIGHTINGS",
     "RULES",
+    "SIDES",
     "LeagueConfig",
     "LeagueState",
     "TeamView",

@@ -46,6 +46,7 @@ def league_crossplay(
     num_envs: int = 32,
     num_steps: int = 100,
     hparams: Any = None,
+    sides: str = "both",
 ) -> dict[str, Array]:
     """Every snapshot of `state.pool` against every other (sampled actions), one program.
 
@@ -59,19 +60,22 @@ def league_crossplay(
       num_envs: episodes per pair (static).
       num_steps: step budget of an episode (static; at least the env's episode length).
       hparams: the learner's hparams (default: its defaults; shared by the runs).
+      sides: `both` (default): each episode seats member `i` on a team drawn at random, so an
+        advantage of one side averages out; `first`: member `i` always plays team 0.
 
     Returns:
       `{"win_rate": [..., K, K], "score": [..., K, K], "finished": [..., K, K]}` (`...` the run
-      axes): member `i` on team 0 against member `j` on team 1: its win rate (draws count 1/2),
+      axes): member `i` against member `j` (on the other team): `i`'s win rate (draws 1/2),
       its mean return minus the opponent's, and the share of episodes that finished within
       `num_steps`.
     """
     hparams = agent.default_hparams() if hparams is None else hparams
     state = jax.tree.map(jnp.asarray, state)  # host arrays (a finished run's) to device
-    t0, t1 = (np.asarray(t) for t in teams)
+    seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)
     num = state.filled.shape[-1]
     runs = state.filled.shape[:-1]
-    config = LeagueConfig(rule="uniform", capacity=num, num_envs=num_envs, teams=teams)
+    config = LeagueConfig(rule="uniform", capacity=num, num_envs=num_envs, teams=teams,
+                          sides=sides)  # fmt: skip
     league = make_league(agent, env, config)
     vec_env = rollout.batched_env(env)
 
@@ -84,12 +88,14 @@ def league_crossplay(
         rs = rollout.reset(
             vec_env, env_params, k_reset, k_run, num_envs, league.initial_carry(num_envs)
         )
-        _, (reward, done) = rollout.rollout(
+        _, (reward, done, side) = rollout.rollout(
             vec_env, env_params, league, s, hparams, rs, num_steps,
-            record=lambda t: (t.reward, t.terminated | t.truncated),
+            record=lambda t: (t.reward, t.terminated | t.truncated, t.policy_info[2]),
         )  # fmt: skip
         returns, finished = rollout.first_episode_returns(reward, done)
-        diff = returns[:, t0].sum(-1) - returns[:, t1].sum(-1)
+        side = side[0]  # every env starts an episode at the first step
+        take = lambda team: jnp.take_along_axis(returns, team, axis=1).sum(-1)  # noqa: E731
+        diff = take(seats[side]) - take(seats[1 - side])
         outcome = jnp.where(diff > 0, 1.0, jnp.where(diff < 0, 0.0, 0.5))
         return outcome.mean(), diff.mean(), finished.mean()
 
