@@ -9,8 +9,10 @@ Two MAPPO teams with the same configuration (JaxMARL's SMAX MAPPO, the benchmark
 - **league**: trained with `marljax train --league pfsp` on `smax/3m-v0 --set env.enemy=learned`
   (both teams are agents; the learner plays the allies against its own snapshots as enemies).
 
-Then, per seed, each team plays the other in the two-sided env, on either side (64 episodes per
-pairing, sampled actions; win rate with draws counted 1/2), and both play the heuristic enemy.
+Then, per seed, each team plays the other in the two-sided env (64 episodes per pairing,
+sampled actions; a win is the higher team return, draws 1/2), with sides drawn per episode and
+with the row team always on the allies' side; and both play the heuristic enemy (its
+`task/win_rate`, the battle won).
 
     python baselines/league_smax.py [--heuristic-run RUN] [--steps 491520] [--seeds 5]
         [--results baselines/results/league_smax.json]
@@ -78,7 +80,19 @@ def main(argv=None):
     pools = jax.tree.map(lambda a, b: jnp.stack([a, b], axis=1), heuristic, learned)  # [S, 2]
     out = league_crossplay(agent, pool_state(pools), env, params, jax.random.PRNGKey(0),
                            teams, num_envs=args.episodes, num_steps=100)  # fmt: skip
-    win = np.asarray(out["win_rate"])  # [S, 2, 2]: row team on the allies' side
+    win = np.asarray(out["win_rate"])  # [S, 2, 2]: row team against column team, sides drawn
+    first = league_crossplay(
+        agent,
+        pool_state(pools),
+        env,
+        params,
+        jax.random.PRNGKey(2),
+        teams,
+        num_envs=args.episodes,
+        num_steps=100,
+        sides="first",
+    )["win_rate"]
+    first = np.asarray(first)  # the row team always on the allies' side
     h_env, h_params = load_policy(run_dir).env, load_policy(run_dir).env_params
     h_agent = algo_spec("mappo").factory(built.agent_config, h_env, h_params)
     hp = jax.tree.map(lambda x: jnp.asarray(x)[0], built.hparams)
@@ -93,10 +107,12 @@ def main(argv=None):
     rows = [{
         "condition": "cross-play",
         "per_seed": {
-            "league_as_allies_vs_heuristic_team": win[:, 1, 0],
-            "heuristic_team_as_allies_vs_league": win[:, 0, 1],
+            "league_vs_heuristic_team": win[:, 1, 0],
+            "heuristic_team_vs_league": win[:, 0, 1],
             "league_vs_league": win[:, 1, 1],
             "heuristic_team_vs_heuristic_team": win[:, 0, 0],
+            "league_vs_heuristic_team_as_allies": first[:, 1, 0],
+            "heuristic_team_vs_league_as_allies": first[:, 0, 1],
             "heuristic_team_vs_heuristic_enemy": vs_h["heuristic"],
             "league_vs_heuristic_enemy": vs_h["league"],
         },
