@@ -376,6 +376,42 @@ def league_summary(results: str) -> str:
     return "; ".join(parts) + " (IQM; best-response win rate minus 1/2)"
 
 
+#: the rows of `league_smax.py`'s table: (metric, row team, opponent, sides)
+SMAX_ROWS = (
+    ("league_vs_heuristic_team", "league team", "heuristic-trained team", "drawn per episode"),
+    ("heuristic_team_vs_league", "heuristic-trained team", "league team", "drawn per episode"),
+    ("league_vs_heuristic_team_as_allies", "league team", "heuristic-trained team", "row on allies"),
+    ("heuristic_team_vs_league_as_allies", "heuristic-trained team", "league team", "row on allies"),
+    ("league_vs_league", "league team", "league team", "drawn per episode"),
+    ("heuristic_team_vs_heuristic_team", "heuristic-trained team", "heuristic-trained team",
+     "drawn per episode"),
+    ("heuristic_team_vs_heuristic_enemy", "heuristic-trained team", "JaxMARL's heuristic enemy",
+     "allies (battle won)"),
+    ("league_vs_heuristic_enemy", "league team", "JaxMARL's heuristic enemy",
+     "allies (battle won)"),
+)  # fmt: skip
+
+
+def league_smax_table(results: str) -> str:
+    """Cross-play of the league-trained and the heuristic-trained SMAX 3m teams."""
+    row = read_results(os.path.join(results, "league_smax.json"))["rows"][0]
+    header = ["team", "against", "sides", "win rate, mean [95% CI]", "seeds"]
+    body = [[team, other, sides, _ci(values(row, m)), str(len(values(row, m)))]
+            for m, team, other, sides in SMAX_ROWS]  # fmt: skip
+    return markdown_table(header, body)
+
+
+def league_smax_summary(results: str) -> str:
+    row = read_results(os.path.join(results, "league_smax.json"))["rows"][0]
+    at = lambda m: "{:.2f} [{:.2f}, {:.2f}]".format(*mean_ci(values(row, m)))  # noqa: E731
+    return (f"SMAX 3m, MAPPO, 491,520 env steps x {len(values(row, 'league_vs_league'))} seeds: "
+            f"the league-trained team beats the team trained on the heuristic enemy in "
+            f"cross-play {at('league_vs_heuristic_team')} of the time (sides drawn per episode), "
+            f"while against JaxMARL's heuristic enemy it wins {at('league_vs_heuristic_enemy')} "
+            f"of its battles and the heuristic-trained team "
+            f"{at('heuristic_team_vs_heuristic_enemy')}")  # fmt: skip
+
+
 def reproduced_table(results: str) -> str:
     """The README's rows whose numbers come from stored result files."""
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
@@ -426,6 +462,10 @@ def reproduced_table(results: str) -> str:
                  "--interval 40 --br-updates 60`, `league_rrps10.json`)",
                  "shared_id (one learner plays both seats)", league_summary(results),
                  "Lanctot et al. 2017; Vinyals et al. 2019"])  # fmt: skip
+    rows.append(["`python baselines/league_smax.py --heuristic-run RUN --seeds 5 --results "
+                 "baselines/results/league_smax.json` (RUN: `marljax benchmark --tasks smax/3m "
+                 "--algos mappo --budget cpu`'s cell)", "shared (one network for a team)",
+                 league_smax_summary(results), "Vinyals et al. 2019; Rutherford et al. 2024"])  # fmt: skip
     qdata, q = qtran_rows(results)
     rows.append([
         "`python baselines/qtran_nonmonotonic.py --results "
@@ -470,6 +510,7 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "psro-matching-pennies": psro_table(results, "matrix/matching_pennies-v0"),
         "league-rrps10": league_table(results, 10),
         "league-rrps1": league_table(results, 1),
+        "league-smax": league_smax_table(results),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"
