@@ -27,7 +27,6 @@ from marljax.population.league_eval import (
     elo_ratings,
     exploitability_curve,
     generation_targets,
-    league_crossplay,
     league_report,
 )
 from marljax.shell import cli
@@ -91,32 +90,28 @@ def test_a_killed_league_resumes_bitwise(tmp_path, league_run, capsys):
         np.testing.assert_array_equal(resumed[k], v, err_msg=f"metric {k}")
 
 
-def test_crossplay_elo_nash_and_exploitability_of_the_pool(league_run):
+def test_crossplay_generations_and_exploitability_of_the_pools(league_run):
+    """The run's league.json holds `league_crossplay` of both seeds' pools (one program)."""
     exp, result = league_run
-    built = build(exp)
-    env, params = built.env, built.env_params
-    teams = league_teams(env)
-    learner = algo_spec("ippo").factory(built.agent_config, TeamView(env, teams[0]), params)
-    states = jax.tree.map(lambda x: x[0], result.state.agent_state)  # both seeds, one program
-    both = league_crossplay(learner, states, env, params, jax.random.PRNGKey(0), teams, 8, ROUNDS)
-    assert both["win_rate"].shape == (2, CAPACITY, CAPACITY)
-    state = jax.tree.map(lambda x: x[0], states)
-    out = league_crossplay(learner, state, env, params, jax.random.PRNGKey(0), teams, 8, ROUNDS)
-    win = np.asarray(out["win_rate"])
-    assert win.shape == (CAPACITY, CAPACITY) and np.all(out["finished"] == 1.0)
-    assert np.all((win >= 0) & (win <= 1))
-    targets = generation_targets(win, state.age)
+    with open(os.path.join(result.run_dir, "league.json")) as f:
+        report = json.load(f)
+    win = np.asarray(report["win_rate"])[0]  # [S, K, K]
+    assert np.all(np.asarray(report["finished"]) == 1.0) and np.all((win >= 0) & (win <= 1))
+    nash = np.asarray(report["nash"])[0]
+    np.testing.assert_allclose(nash.sum(-1), 1.0, atol=1e-5)
+    state = jax.tree.map(lambda x: x[0, 0], result.state.agent_state)
+    targets = generation_targets(win[0], state.age)
     np.testing.assert_array_equal(np.argmax(targets["latest"], 1), [2, 0, 1])  # ages 4, 6, 8
     np.testing.assert_allclose(targets["nash"].sum(1), 1.0, atol=1e-5)
     assert targets["nash"][0, 2] == pytest.approx(1.0)  # generation 0: the oldest alone
+    built = build(exp)
+    env, params = built.env, built.env_params
+    learner = algo_spec("ippo").factory(built.agent_config, TeamView(env, (0,)), params)
     br = TrainConfig(num_envs=ENVS, rollout_len=ROUNDS, total_env_steps=ENVS * ROUNDS * 4)
-    curve = exploitability_curve(learner, env, params, state.pool, jnp.eye(CAPACITY)[:2], br,
-                                 jax.random.PRNGKey(1), seeds=2)  # fmt: skip
-    assert curve.shape == (2, 2) and np.all(np.abs(curve) <= 0.5)
     pools = jax.tree.map(lambda x: x[0], result.state.agent_state.pool)  # [S, K, ...]
-    per_run = exploitability_curve(learner, env, params, pools, jnp.tile(jnp.eye(CAPACITY)[None, :1], (2, 1, 1)),
-                                   br, jax.random.PRNGKey(1))  # fmt: skip
-    assert per_run.shape == (2, 1, 1)
+    weights = jnp.tile(jnp.eye(CAPACITY)[None, :2], (2, 1, 1))  # per seed: its snapshots 0, 1
+    curve = exploitability_curve(learner, env, params, pools, weights, br, jax.random.PRNGKey(1))
+    assert curve.shape == (2, 1, 2) and np.all(np.abs(curve) <= 0.5)
 
 
 def test_elo_recovers_known_ratings_and_nash_of_a_cycle_is_uniform():
