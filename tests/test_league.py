@@ -159,6 +159,10 @@ def test_an_env_that_is_not_two_sided_is_refused():
         league_teams(env)
     with pytest.raises(ConfigError, match="same size"):
         league_teams(env, [[0], [1, 2]])
+    tag, _ = make("particle/simple_tag-v0")  # 3 adversaries + 1 good agent: no mixed halves
+    with pytest.raises(ConfigError, match="declares no teams"):
+        league_teams(tag)
+    assert league_teams(tag, [[0], [1]]) == ((0,), (1,))
     with pytest.raises(ConfigError, match="distinct agents"):
         league_teams(env, [[0], [0]])
     with pytest.raises(ConfigError, match="two-sided"):

@@ -86,9 +86,9 @@ class LeagueConfig:
       explore: share of uniform play mixed into the `psro` meta-strategy (keeps every member's
         win-rate estimate fresh).
       win_decay: per-update decay of the win counts behind the win-rate estimates.
-      teams: the agents of team 0 (the learner) and team 1 (the opponents); None: the first
-        and second half of the agents. Both teams must have the same size (the learner's
-        network plays either).
+      teams: the agents of team 0 and team 1; None: the env's declared `teams`, or the two
+        players of a two-player game (any other env needs them given). Both teams must have
+        the same size (the learner's network plays either).
       sides: `both` (default): the learner's team is drawn per episode, so it learns both sides
         of a game whose sides differ (SMAX's spawn positions) and a snapshot meets it on
         either; `first`: the learner always plays team 0.
@@ -170,22 +170,24 @@ class TeamView(Wrapper):
 
 
 def league_teams(env: Environment, teams: tuple | None = None) -> tuple[tuple[int, ...], ...]:
-    """The two teams of `env` (default: the env's `teams` attribute, else its two halves).
+    """The two teams of `env`: `teams`, else the env's `teams` attribute (e.g. SMAX with
+    `enemy="learned"`), else the two players of a two-player game.
 
     Raises:
-      ConfigError: an env that is not two-sided (one agent, an odd number without explicit
-        teams), teams of different sizes, overlapping or out of range.
+      ConfigError: an env that is not two-sided (not two players and no declared teams),
+        teams of different sizes, overlapping or out of range.
     """
     num = env.num_agents
     if teams is None:
         teams = getattr(env, "teams", None)
     if teams is None:
-        if num < 2 or num % 2:
+        if num != 2:
             raise ConfigError(
                 f"a league needs a two-sided env (two teams of equal size); {env!r} has {num} "
-                f"agent(s) and declares no teams (pass league teams, e.g. [[0, 1], [2, 3]])"
+                f"agent(s) and declares no teams (pass league teams, e.g. [[0, 1], [2, 3]], "
+                f"if two of its teams are alike)"
             )
-        teams = (tuple(range(num // 2)), tuple(range(num // 2, num)))
+        teams = ((0,), (1,))
     try:
         teams = tuple(tuple(int(i) for i in t) for t in teams)
     except (TypeError, ValueError):
