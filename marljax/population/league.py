@@ -252,6 +252,89 @@ def pfsp_weights(p: Array, filled: Array, weighting: str = "hard", power: float 
     return jnp.where(w.sum() > 1e-9, w / jnp.maximum(w.sum(), 1e-9), uniform)
 
 
+def episode_outcomes(running: Array, diff: Array, done: Array, opponent: Array, capacity: int):
+    """Per-slot wins and games of the episodes that end in a trajectory, and the running scores.
+
+    Args:
+      running: `[E]` score (the learner's team return minus the other's) of each env's episode
+        so far.
+      diff: `[T, E]` this step's score; `done`: `[T, E]` bool episode ends; `opponent`:
+        `[T, E]` int32 pool slot of each step's opponent (-1: the learner itself).
+      capacity: pool slots `K`.
+
+    Returns:
+      `(running [E], wins [K], games [K], (won [], ended []))`: a win counts 1, a draw 1/2;
+      `won / ended` is over every finished episode, self-play included.
+    """
+
+    def step(running, x):
+        d, end, opp = x
+        total = running + d
+        outcome = jnp.where(total > 0, 1.0, jnp.where(total < 0, 0.0, 0.5))
+        counted = end & (opp >= 0)
+        hot = jax.nn.one_hot(jnp.where(counted, opp, 0), capacity) * counted[:, None]
+        every = (jnp.sum(outcome * end), jnp.sum(end))
+        return jnp.where(end, 0.0, total), (hot.T @ outcome, hot.sum(0), every)
+
+    running, (wins, games, every) = jax.lax.scan(step, running, (diff, done, opponent))
+    return running, wins.sum(0), games.sum(0), (every[0].sum(), every[1].sum())
+
+
+def opponent_weights(config: LeagueConfig, filled: Array, newest: Array, wins: Array,
+                     games: Array, payoffs: Array) -> Array:  # fmt: skip
+    """The rule's opponent distribution `[K]` over the pool (see the module docstring)."""
+    rule = config.rule
+    if rule in ("self", "latest"):
+        return (jnp.arange(filled.shape[0]) == newest).astype(jnp.float32)
+    uniform = filled / jnp.maximum(filled.sum(), 1)
+    if rule == "uniform":
+        return uniform
+    if rule == "pfsp":
+        p = win_rates(wins, games)
+        return pfsp_weights(p, filled, config.pfsp_weighting, config.pfsp_power)
+    game = jnp.stack([payoffs - 0.5, 0.5 - payoffs])  # zero-sum, row = player 0
+    solver = get_meta_solver(config.meta_solver)
+    sigma = solver(game, jnp.stack([filled, filled]), MetaSolverHParams(), config.meta_iterations)
+    sigma = jnp.where(filled, 0.5 * (sigma[0] + sigma[1]), 0.0)
+    sigma = sigma / jnp.maximum(sigma.sum(), 1e-9)
+    return (1.0 - config.explore) * sigma + config.explore * uniform
+
+
+def record_update(config: LeagueConfig, state: LeagueState, learner: Any, running: Array,
+                  new_wins: Array, new_games: Array) -> LeagueState:  # fmt: skip
+    """The league after one update: decayed win counts, a snapshot on schedule (into the next
+    slot of the ring, its row of the win-rate matrix from the learner's current win rates), and
+    the opponent distribution of the next episodes."""
+    K = state.filled.shape[0]
+    decay = config.win_decay
+    wins = decay * state.wins + new_wins
+    games = decay * state.games + new_games
+    updates = state.updates + 1
+    take = updates % config.snapshot_interval == 0
+    slot = (state.newest + 1) % K
+    pool = jax.tree.map(
+        lambda p, x: p.at[slot].set(jnp.where(take, x, p[slot])), state.pool, learner
+    )
+    p = win_rates(wins, games)
+    row = jnp.where(state.filled, p, 0.5).at[slot].set(0.5)
+    col = jnp.where(state.filled, 1.0 - p, 0.5).at[slot].set(0.5)
+    payoffs = jnp.where(
+        take,
+        state.payoffs.at[slot, :].set(row).at[:, slot].set(col),
+        state.payoffs,
+    )
+    filled = state.filled.at[slot].set(state.filled[slot] | take)
+    newest = jnp.where(take, slot, state.newest)
+    age = state.age.at[slot].set(jnp.where(take, updates, state.age[slot]))
+    wins = wins.at[slot].set(jnp.where(take, 0.0, wins[slot]))
+    games = games.at[slot].set(jnp.where(take, 0.0, games[slot]))
+    weights = opponent_weights(config, filled, newest, wins, games, payoffs)
+    return LeagueState(
+        learner=learner, pool=pool, filled=filled, newest=newest, age=age, wins=wins,
+        games=games, payoffs=payoffs, weights=weights, running=running, updates=updates,
+    )  # fmt: skip
+
+
 def make_league(agent: Agent, env: Environment, config: LeagueConfig,
                 env_params: EnvParams | None = None) -> Agent:  # fmt: skip
     """The league of `agent` on the two-sided `env` (see the module docstring).
@@ -273,10 +356,7 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
     teams = league_teams(env, config.teams)
     seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)  # [2, n]
     K, E = int(config.capacity), int(config.num_envs)
-    rule = config.rule
-    solver = get_meta_solver(config.meta_solver)
-    meta_hparams = MetaSolverHParams()
-    use_pool = rule != "self"
+    use_pool = config.rule != "self"
 
     def init(key: Array, hparams: Any) -> LeagueState:
         learner = agent.init(key, hparams)
@@ -339,38 +419,6 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         actions = actions.at[rows, theirs].set(actions_1.astype(actions_0.dtype))
         return actions, (own, other, opponent, side), (info, opponent, side)
 
-    def outcomes(state: LeagueState, traj: Trajectory, opponent: Array, side: Array):
-        """Per-slot wins and games of the episodes that ended in `traj`, and the running scores."""
-        diff = _gather(traj.reward, seats[side]).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)  # fmt: skip
-        done = traj.terminated | traj.truncated
-
-        def step(running, x):
-            d, end, opp = x
-            total = running + d
-            outcome = jnp.where(total > 0, 1.0, jnp.where(total < 0, 0.0, 0.5))
-            counted = end & (opp >= 0)
-            hot = jax.nn.one_hot(jnp.where(counted, opp, 0), K) * counted[:, None]
-            every = (jnp.sum(outcome * end), jnp.sum(end))
-            return jnp.where(end, 0.0, total), (hot.T @ outcome, hot.sum(0), every)
-
-        running, (wins, games, every) = jax.lax.scan(step, state.running, (diff, done, opponent))
-        return running, wins.sum(0), games.sum(0), (every[0].sum(), every[1].sum())
-
-    def next_weights(filled, newest, wins, games, payoffs):
-        if rule in ("self", "latest"):
-            return (jnp.arange(K) == newest).astype(jnp.float32)
-        uniform = filled / jnp.maximum(filled.sum(), 1)
-        if rule == "uniform":
-            return uniform
-        if rule == "pfsp":
-            p = win_rates(wins, games)
-            return pfsp_weights(p, filled, config.pfsp_weighting, config.pfsp_power)
-        game = jnp.stack([payoffs - 0.5, 0.5 - payoffs])  # zero-sum, row = player 0
-        sigma = solver(game, jnp.stack([filled, filled]), meta_hparams, config.meta_iterations)
-        sigma = jnp.where(filled, 0.5 * (sigma[0] + sigma[1]), 0.0)
-        sigma = sigma / jnp.maximum(sigma.sum(), 1e-9)
-        return (1.0 - config.explore) * sigma + config.explore * uniform
-
     def update(state: LeagueState, traj: Trajectory, hparams, key, axis_name=None):
         info, opponent, side = traj.policy_info
         idx = seats[side]  # [T, E, n] the learner's agents at each step
@@ -387,40 +435,18 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         )
         kwargs = {} if axis_name is None else {"axis_name": axis_name}
         learner, metrics = agent.update(state.learner, mine, hparams, key, **kwargs)
-        running, new_wins, new_games, (won, ended) = outcomes(state, traj, opponent, side)
-        decay = config.win_decay
-        wins = decay * state.wins + new_wins
-        games = decay * state.games + new_games
-        updates = state.updates + 1
-        take = updates % config.snapshot_interval == 0
-        slot = (state.newest + 1) % K
-        pool = jax.tree.map(
-            lambda p, x: p.at[slot].set(jnp.where(take, x, p[slot])), state.pool, learner
+        score = _gather(traj.reward, idx).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)
+        running, new_wins, new_games, (won, ended) = episode_outcomes(
+            state.running, score, traj.terminated | traj.truncated, opponent, K
         )
-        p = win_rates(wins, games)
-        row = jnp.where(state.filled, p, 0.5).at[slot].set(0.5)
-        col = jnp.where(state.filled, 1.0 - p, 0.5).at[slot].set(0.5)
-        payoffs = jnp.where(
-            take,
-            state.payoffs.at[slot, :].set(row).at[:, slot].set(col),
-            state.payoffs,
-        )
-        filled = state.filled.at[slot].set(state.filled[slot] | take)
-        newest = jnp.where(take, slot, state.newest)
-        age = state.age.at[slot].set(jnp.where(take, updates, state.age[slot]))
-        wins = wins.at[slot].set(jnp.where(take, 0.0, wins[slot]))
-        games = games.at[slot].set(jnp.where(take, 0.0, games[slot]))
-        weights = next_weights(filled, newest, wins, games, payoffs)
+        new = record_update(config, state, learner, running, new_wins, new_games)
+        weights, filled = new.weights, new.filled
         metrics = dict(metrics)
         metrics["league/win_rate"] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
         metrics["league/members"] = filled.sum().astype(jnp.float32)
         metrics["league/entropy"] = -jnp.sum(
             jnp.where(weights > 0, weights * jnp.log(jnp.maximum(weights, 1e-30)), 0.0)
         )
-        new = LeagueState(
-            learner=learner, pool=pool, filled=filled, newest=newest, age=age, wins=wins,
-            games=games, payoffs=payoffs, weights=weights, running=running, updates=updates,
-        )  # fmt: skip
         return new, metrics
 
     def check_batch(num_envs: int, rollout_len: int) -> None:
@@ -450,8 +476,11 @@ __all__ = [
     "LeagueState",
     "TeamView",
     "league_teams",
+    "episode_outcomes",
     "make_league",
+    "opponent_weights",
     "pfsp_weights",
+    "record_update",
     "validate_league",
     "win_rates",
 ]
