@@ -272,9 +272,11 @@ def normalised_scores(state: dict[str, Any]) -> dict[str, np.ndarray]:
             lo, hi = 0.0, 1.0
         else:
             allv = np.concatenate(list(per.values()))
-            lo, hi = float(np.nanmin(allv)), float(np.nanmax(allv))
-        for a in algos:
-            out[a].append((per[a] - lo) / (hi - lo) if hi > lo else np.ones_like(per[a]))
+            allv = allv[np.isfinite(allv)]
+            lo, hi = (float(allv.min()), float(allv.max())) if allv.size else (0.0, 0.0)
+        for a in algos:  # (a seed without a score stays NaN)
+            same = np.where(np.isfinite(per[a]), 1.0, np.nan)
+            out[a].append((per[a] - lo) / (hi - lo) if hi > lo else same)
     seeds = min((len(v) for per in by_task.values() for v in per.values()), default=0)
     return {a: np.stack([v[:seeds] for v in vs], axis=1) for a, vs in out.items() if vs}
 

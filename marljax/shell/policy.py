@@ -20,6 +20,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 from typing import Any
 
 import jax
@@ -136,18 +137,31 @@ def _read(run_dir: str | os.PathLike, step: int | None = None) -> _Run:
             raise FileNotFoundError(f"{run_dir} has no complete checkpoint: {fix}")
         if step is not None and step not in steps:
             raise ValueError(f"{run_dir} has no checkpoint {step}; it has {sorted(steps)}")
-        step = max(steps) if step is None else step
-        if exp.layout == "envs":  # [R, D, ...]: every device holds the same learner
-            raw = jax.tree.leaves(ckpt.restore_numpy(step))
-            D = next(x.shape[1] for x in raw if np.ndim(x) >= 2)
-            like = jax.tree.map(
-                lambda x: jax.ShapeDtypeStruct((x.shape[0], D, *x.shape[1:]), x.dtype), like
-            )
-            state = jax.tree.map(lambda x: np.asarray(x)[:, 0], ckpt.restore(like, step))
-        else:
-            state = jax.tree.map(np.asarray, ckpt.restore(like, step))
+        # the asked checkpoint, or the newest that restores (a damaged one is skipped, a note)
+        tries = [step] if step is not None else sorted(steps, reverse=True)
+        for i, step in enumerate(tries):
+            try:
+                state = _restore(ckpt, like, step, exp.layout)
+                break
+            except ValueError as err:
+                if i == len(tries) - 1:
+                    raise
+                print(f"marljax: note: {run_dir}: skipped {err}", file=sys.stderr)
     states = jax.tree.map(lambda x: x.reshape(G, S, *x.shape[1:]), state)
     return _Run(run_dir, built, states, int(step))
+
+
+def _restore(ckpt: Any, like: Any, step: int, layout: str) -> Any:
+    """Checkpoint `step` as host arrays of `like`'s shapes (one device's copy of an
+    `envs`-layout run's learner)."""
+    if layout == "envs":  # [R, D, ...]: every device holds the same learner
+        raw = jax.tree.leaves(ckpt.restore_numpy(step))
+        D = next(x.shape[1] for x in raw if np.ndim(x) >= 2)
+        like = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((x.shape[0], D, *x.shape[1:]), x.dtype), like
+        )
+        return jax.tree.map(lambda x: np.asarray(x)[:, 0], ckpt.restore(like, step))
+    return jax.tree.map(np.asarray, ckpt.restore(like, step))
 
 
 def _setting_index(run: _Run, setting: Any) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import Any
 
 import jax
@@ -22,6 +23,52 @@ _EMPTY = np.zeros((), np.int8)
 
 def _is_empty(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and 0 in tuple(x.shape)
+
+
+def _asyncio_leftover(unraisable: Any) -> bool:
+    """True for what an abandoned orbax read or write leaves to Python's unraisable hook: the
+    storage library's late completions against orbax's closed event loop ("Event loop is
+    closed", dozens after a checkpoint that fails to restore) and the `__del__` of an event
+    loop that Ctrl-C cut off while it was being built."""
+    err, obj = unraisable.exc_value, unraisable.object
+    if obj is None:
+        return isinstance(err, RuntimeError) and str(err) == "Event loop is closed"
+    name = getattr(obj, "__qualname__", "")
+    return name.endswith("__del__") and getattr(obj, "__module__", "").startswith("asyncio")
+
+
+def _quiet_abandoned_io() -> None:
+    """Drop `_asyncio_leftover` reports from then on (installed once, process-wide, at the first
+    checkpoint read or written); every other report goes to the hook before."""
+    global _QUIET
+    if _QUIET:
+        return
+    _QUIET = True
+    before = sys.unraisablehook
+
+    def hook(unraisable):
+        if not _asyncio_leftover(unraisable):
+            before(unraisable)
+
+    sys.unraisablehook = hook
+
+
+_QUIET = False
+
+
+def _background_record(record: logging.LogRecord) -> bool:
+    """False for a log record of an orbax background thread (see `_silence_abandoned_saves`)."""
+    return record.threadName == "MainThread"
+
+
+def _silence_abandoned_saves() -> None:
+    """After Ctrl-C inside a save, the save's background threads (orbax writes metadata in
+    one) fail against executors that are shut down and log tracebacks at ERROR; the save was
+    abandoned on purpose (its temporary folder is never listed, and the next writer removes
+    it), so their records are dropped from then on."""
+    log = logging.getLogger("absl")
+    if _background_record not in log.filters:
+        log.addFilter(_background_record)
 
 
 class CheckpointError(OSError):
@@ -50,22 +97,22 @@ class Checkpointer:
         # leaves them: one may be the writer's save in progress.
         cleanup = {"cleanup_tmp_directories": not read_only}
         reader = {"read_only": True} if read_only else {}
-        for extra in (
-            {"enable_async_checkpointing": False, **cleanup, **reader},
-            {"enable_async_checkpointing": False, **cleanup},
-            {"enable_async_checkpointing": False},
-            {},
-        ):
-            try:
-                opts = ocp.CheckpointManagerOptions(**options, **extra)
-                break
-            except TypeError:
-                continue
         quiet = logging.getLogger("absl")  # orbax notes each read-only adjustment at WARNING
         level = quiet.level
         if read_only:
             quiet.setLevel(logging.ERROR)
         try:
+            for extra in (
+                {"enable_async_checkpointing": False, **cleanup, **reader},
+                {"enable_async_checkpointing": False, **cleanup},
+                {"enable_async_checkpointing": False},
+                {},
+            ):
+                try:
+                    opts = ocp.CheckpointManagerOptions(**options, **extra)
+                    break
+                except TypeError:
+                    continue
             self._manager = ocp.CheckpointManager(self.directory, options=opts)
         finally:
             quiet.setLevel(level)
@@ -80,9 +127,13 @@ class Checkpointer:
         if self.read_only:
             raise CheckpointError(f"{self.directory} was opened read-only; nothing is saved")
         state = jax.tree.map(lambda x: _EMPTY if _is_empty(x) else x, state)
+        _quiet_abandoned_io()
         try:
             self._manager.save(int(step), args=ocp.args.StandardSave(state))
             self._manager.wait_until_finished()
+        except KeyboardInterrupt:
+            _silence_abandoned_saves()
+            raise
         except Exception as err:  # noqa: BLE001  (orbax raises OS, value and runtime errors)
             self._remove_partial(int(step))
             kept = self._manager.latest_step()
@@ -131,15 +182,18 @@ class Checkpointer:
         abstract = jax.tree.map(
             lambda x: ocp.utils.to_shape_dtype_struct(_EMPTY if _is_empty(x) else x), like
         )
+        _quiet_abandoned_io()
         try:
             restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
             return jax.tree.map(
                 lambda r, x: np.zeros(x.shape, x.dtype) if _is_empty(x) else r, restored, like
             )
         except Exception as err:  # orbax raises several types for structure/shape mismatches
+            why = str(err).split(" [tensorstore_spec=")[0]  # (not the storage driver's spec)
+            why = why if len(why) <= 400 else why[:400] + " ..."
             raise ValueError(
                 f"Checkpoint {step} in {self.directory} does not match this run's state "
-                f"(damaged, or written with a different config): {err}"
+                f"(damaged, or written with a different config): {why}"
             ) from err
 
     def restore_numpy(self, step: int | None = None) -> Any:

@@ -16,7 +16,10 @@ marljax envs                                     # list registered environments
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import sys
+import threading
 
 from marljax.core import config as cfg
 from marljax.shell.cli.commands import (
@@ -38,7 +41,38 @@ from marljax.shell.cli.train import (
 )
 
 
+@contextlib.contextmanager
+def interrupts_kept():
+    """Ctrl-C is never lost inside a garbage-collector callback.
+
+    A KeyboardInterrupt raised while a gc callback runs (jax registers one, and Ctrl-C during
+    XLA compilation often lands there) is printed by Python as "Exception ignored" and
+    dropped, and the process runs on. Inside this context it is raised again in the main
+    thread a moment later (from a timer thread: raised at once, it would land in this hook and
+    be dropped again), at the next line of Python the main thread runs.
+    """
+    before = sys.unraisablehook
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            threading.Timer(0.05, _thread.interrupt_main).start()
+        else:
+            before(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        if sys.unraisablehook is hook:  # (a hook chained over this one keeps it)
+            sys.unraisablehook = before
+
+
 def main(argv: list[str] | None = None) -> int:
+    with interrupts_kept():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "bench":
@@ -94,4 +128,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["build_parser", "experiment_from_args", "main"]
+__all__ = ["build_parser", "experiment_from_args", "interrupts_kept", "main"]
