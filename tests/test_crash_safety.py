@@ -140,6 +140,16 @@ if os.environ.get("MARLJAX_KILLS"):  # the campaign also kills between and insid
         "benchmark",
         ["--tasks", "mpe/simple_spread", "--algos", "ippo,mappo"],
     )
+    # and a league (PFSP over 3 snapshots; CI resumes a league in tests/test_league.py)
+    LEAGUE = [
+        "--league",
+        "pfsp",
+        "--set",
+        "league.capacity=3",
+        "--set",
+        "league.snapshot_interval=2",
+    ]
+    CASES.append(("league", "train", ["--algo", "ippo", "--set", "hidden_sizes=8", *LEAGUE]))
 # `marljax benchmark`'s options (the cells' batch of 4 envs x 4 steps is 16 env steps an update)
 BENCHMARK = ["--seeds", "2", "--seed", "3", "--budget", str(16 * UPDATES), "--no-progress"]
 # When each kill lands, once the process has written a new checkpoint: "write" as soon as the
