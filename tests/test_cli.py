@@ -163,6 +163,9 @@ def test_resume_with_changed_config_is_refused_and_nothing_is_lost(finished_run,
         (["--qtable"], "--qtable needs a value learner"),
         (["--algo", "qmix", "--qtable"], "feed-forward"),
         (["--algo", "qmix", "--set", "sequence_len=3"], "multiple of the replay sequence_len"),
+        # 100,000 agents: once a 37 GiB allocation (particle pairs) and a digit-limit error
+        (["--env", "particle/simple_spread-v0", "--set", "env.num_agents=100000"], "pairs"),
+        (["--env", "matrix/public_goods-v0", "--set", "env.num_agents=100000"], "10^30102"),
     ],
 )
 def test_bad_input_fails_clearly_before_anything_is_written(args, needle, tmp_path, capsys):

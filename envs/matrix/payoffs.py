@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 from collections.abc import Callable
 
 import jax
@@ -102,9 +103,10 @@ def from_function(fn: Callable[[Array], Array], num_agents: int, num_actions: in
     """
     entries = num_actions**num_agents
     if entries * num_agents > 2**26:  # 256 MiB of float32 payoffs, built in a Python list first
+        count = f"{entries:,}" if entries < 10**15 else f"about 10^{int(math.log10(entries))}"
         raise ValueError(
-            f"the payoff tensor of {num_agents} agents x {num_actions} actions has "
-            f"{num_actions}^{num_agents} = {entries:,} joint actions; too many to enumerate "
+            f"the payoff tensor of num_agents={num_agents} x {num_actions} actions has "
+            f"{num_actions}^{num_agents} = {count} joint actions; too many to enumerate "
             "(use fewer agents, or a social/* env, which computes payoffs per step)"
         )
     joint = np.array(list(itertools.product(range(num_actions), repeat=num_agents)), np.int32)

@@ -132,8 +132,19 @@ class PairTable:
         `q` is antisymmetric (`q[pair]` if `i < j`, else `-q[pair]`).
     """
 
+    #: the most pairs a world may have (about 2,000 agents): the tables are built on the host
+    MAX_PAIRS = 2_000_000
+
     def __init__(self, num_agents: int, num_others: int = 0):
         A, N = int(num_agents), int(num_agents) + int(num_others)
+        pairs = A * (A - 1) // 2 + A * (N - A)
+        if pairs > self.MAX_PAIRS:
+            others = f" and {N - A} other entities" if N > A else ""
+            raise ValueError(
+                f"num_agents={A}{others} makes {pairs:,} interacting pairs, "
+                f"more than the {self.MAX_PAIRS:,} a particle world builds (about 2,000 agents); "
+                "use fewer agents (a swarm/* env scales further)"
+            )
         first, second = np.triu_indices(N, 1)
         keep = first < A
         self.first, self.second = first[keep], second[keep]

@@ -37,6 +37,7 @@ def sh(cmd: str, cwd: str, timeout: float = 600.0, env: dict | None = None) -> d
     t0 = time.monotonic()
     try:
         p = subprocess.run(full, shell=True, cwd=cwd, capture_output=True, text=True,
+                           executable="/bin/bash",
                            timeout=timeout, env={**os.environ, **(env or {})})  # fmt: skip
         rc, out = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
@@ -118,13 +119,13 @@ def main() -> int:
     probe("1 eval --setting 1 (NON-FINITE)", "marljax eval runs/div --setting 1", refused)
     probe("1 load_policy of a diverged run",
           f"{sys.executable} -c \"from marljax import load_policy; load_policy('runs/div')\"",
-          lambda r: (r["rc"] != 0 and "not finite" in r["out"].lower(),
+          lambda r: (r["rc"] != 0 and "nan/inf" in r["out"].lower(),
                      "raises, naming the non-finite parameters"))  # fmt: skip
 
     # a run being written: readers read, a second writer is refused and changes nothing
     if not a.only or "live" in a.only:
         live = subprocess.Popen(
-            f"exec {m} train --env matrix/penalty_k0-v0 {TINY.replace('96', '64000')} "
+            f"exec {m} train --env matrix/penalty_k0-v0 {TINY.replace('96', '16000')} "
             "--out runs --name live", shell=True, cwd=w, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)  # fmt: skip
         while not os.path.exists(f"{w}/runs/live/checkpoints") or not any(
@@ -147,7 +148,7 @@ def main() -> int:
         rows.append(("2 the writer, Ctrl-C after the readers", "", {"rc": live.returncode,
                      "out": out, "rss": 0, "s": 0}, ok, "exit 130, no traceback"))  # fmt: skip
         print(f"[{'ok' if ok else 'FAIL'}] the writer: exit {live.returncode}", flush=True)
-        probe("2 the writer resumes", "marljax train --resume runs/live --steps 128", works)
+        probe("2 the writer resumes", "marljax train --resume runs/live --no-progress", works)
 
     # hand-edited config
     def edit(key, value):
@@ -156,7 +157,7 @@ def main() -> int:
             shutil.copytree(f"{w}/runs/r", f"{w}/runs/e")
             path = f"{w}/runs/e/config.json"
             c = json.load(open(path))
-            c["agent"][key] = value
+            c["experiment"]["agent"][key] = value
             json.dump(c, open(path, "w"))
 
         return pre
