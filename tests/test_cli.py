@@ -750,6 +750,19 @@ def test_ctrl_c_inside_a_gc_callback_is_not_lost():
     assert fired
 
 
+def test_a_psro_run_of_days_is_refused_and_one_of_minutes_is_announced(capsys):
+    """`psro --population 3000` (once still running after 300 s, with nothing printed and
+    Ctrl-C ineffective inside its one program): refused with its estimated time."""
+    from marljax.shell.cli.train import _check_psro_time
+
+    code, _, err = run_cli(["psro", "--env", "matrix/rps-v0", "--population", "3000"], capsys)
+    assert code == 2 and "estimated at 123.0 h" in err and "at most about 1,265" in err, err
+    _check_psro_time(400, 8)  # about 5 minutes: runs, with a note
+    assert "marljax: note: --population 400" in capsys.readouterr().err
+    _check_psro_time(100, 8)  # seconds: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def test_unbounded_eval_and_psro_sizes_are_refused_under_2gib(finished_run):
     """`eval --episodes 100000000` and `psro --population 100000000` (once an out-of-memory
     traceback and a hang): refused before compiling, nothing written, peak RSS under 2 GiB."""

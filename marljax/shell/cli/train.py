@@ -359,6 +359,30 @@ def _check_psro_memory(population: int, seeds: int, available: int | None = None
     )
 
 
+#: measured PSRO time on a 2-core CPU (rps, 8 seeds): 140 s at K=300, growing as about K^3.5
+#: (40 s at K=200): the meta-solver works on the K x K tables at each of the K iterations
+PSRO_SECONDS_AT_300, PSRO_GROWTH, PSRO_MOST_SECONDS = 140.0, 3.5, 6 * 3600.0
+
+
+def _check_psro_time(population: int, seeds: int) -> None:
+    """Refuse a PSRO run estimated over 6 hours, note one over a minute, before tracing: the
+    K iterations are one compiled program, which Ctrl-C cannot stop before it ends."""
+    est = PSRO_SECONDS_AT_300 * (population / 300) ** PSRO_GROWTH * max(seeds, 1) / 8
+    what = (
+        f"--population {population:,} runs {population:,} PSRO iterations in one compiled "
+        f"program, estimated at {est / 3600:.1f} h on a 2-core CPU ({PSRO_SECONDS_AT_300:.0f} s "
+        f"at 300, growing as about K^{PSRO_GROWTH}); Ctrl-C takes effect only when it ends"
+    )
+    if est > PSRO_MOST_SECONDS:
+        most = 300 * (PSRO_MOST_SECONDS * 8 / max(seeds, 1) / PSRO_SECONDS_AT_300) ** (
+            1 / PSRO_GROWTH
+        )
+        raise cfg.ConfigError(f"{what}; use a --population of at most about {int(most):,} "
+                              "(6 h) or fewer --seeds")  # fmt: skip
+    if est > 60:
+        print(f"marljax: note: {what}", file=sys.stderr)
+
+
 def _run_psro(env_id, config, hparams, seeds, seed, json_path=None, record=None) -> int:
     """Run `make_psro` for `seeds` seeds in one program and print the NashConv curve."""
     import json
@@ -373,6 +397,7 @@ def _run_psro(env_id, config, hparams, seeds, seed, json_path=None, record=None)
         raise cfg.ConfigError(f"--seeds must be >= 1, got {seeds}")
     env, params = core.make(env_id)
     _check_psro_memory(config.population_size, seeds)
+    _check_psro_time(config.population_size, seeds)
     run = jax.jit(jax.vmap(make_psro(config, env, params), in_axes=(0, None)))
     keys = jax.vmap(jax.random.PRNGKey)(np.arange(seed, seed + seeds))
     out = jax.device_get(run(keys, hparams))
