@@ -282,6 +282,7 @@ def test_marljax_eval_cli_prints_iqm(sweep_dir, capsys):
     assert main(["eval", sweep_dir.run_dir, "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "IQM over 2 seeds" in out and "seed 1:" in out
+    assert "under 5 seeds a bootstrap interval is about the seeds' range" in out
 
 
 def test_schedules_longer_than_the_run_are_named():

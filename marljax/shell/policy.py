@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from marljax.core import config as cfg
+from marljax.evaluation.plots import FEW_SEEDS
 from marljax.evaluation.social import SocialMetrics
 from marljax.shell import rundir
 from marljax.training.rollout import score_label, task_metric_names
@@ -338,6 +339,11 @@ class EvalReport:
             lines.append(
                 f"  {score_label(k)}: IQM {v['iqm']:.3f} [95% CI {v['ci'][0]:.3f}, "
                 f"{v['ci'][1]:.3f}]; mean {np.mean(v['per_seed']):.3f}"
+            )
+        if len(self.seeds) < FEW_SEEDS:
+            lines.append(
+                f"  (under {FEW_SEEDS} seeds a bootstrap interval is about the seeds' range, "
+                "not a reliable 95% CI)"
             )
         return "\n".join(lines)
 
