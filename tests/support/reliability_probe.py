@@ -5,7 +5,7 @@ commands as a user types them and prints one row each: the exit code, whether a 
 printed, the first `marljax:` line, the peak RSS, and the check the outcome must pass (a clear
 `marljax: error:` refusal with exit 2, or a run that works).
 
-    python tests/support/reliability_probe.py [--only SUBSTRING] [--keep DIR]
+    python tests/support/reliability_probe.py [--only PART,PART] [--keep DIR]
 
 It works in a temporary folder (or `--keep DIR`), with tiny runs; about 10 minutes on 2 cores.
 """
@@ -82,7 +82,7 @@ def first_line(out: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="comma-separated name parts: run those only")
     ap.add_argument("--keep", default=None)
     a = ap.parse_args()
     # Ctrl-C reaches the children as it reaches a user's process (a shell's background job,
@@ -94,7 +94,7 @@ def main() -> int:
     rows = []
 
     def probe(name: str, cmd: str, check, *args, timeout: float = 600.0, env=None, pre=None):
-        if a.only and a.only not in name:
+        if a.only and not any(o in name for o in a.only.split(",")):
             return None
         if pre:
             pre()
