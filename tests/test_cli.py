@@ -714,7 +714,9 @@ def test_ctrl_c_is_a_message_not_a_traceback(tmp_path):
 
     at = SMALL_ARGS.index("--steps") + 1
     long = [*SMALL_ARGS[:at], str(4 * 4 * 100_000), *SMALL_ARGS[at + 1 :]]  # more than we wait
-    command = [sys.executable, "-m", "marljax.shell.cli", "train", *long,
+    # (through `as_terminal`: Ctrl-C as a terminal delivers it, even under a background job)
+    launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support", "as_terminal.py")
+    command = [sys.executable, launcher, "-m", "marljax.shell.cli", "train", *long,
                "--out", str(tmp_path), "--name", "r"]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
@@ -731,6 +733,7 @@ def test_ctrl_c_inside_a_gc_callback_is_not_lost():
     """Ctrl-C that lands in a garbage-collector callback (jax registers one; it happened during
     compilation, and the run went on training) is raised again in the main thread."""
     import gc
+    import signal
     import time
 
     fired = []
@@ -740,6 +743,8 @@ def test_ctrl_c_inside_a_gc_callback_is_not_lost():
             fired.append(phase)
             raise KeyboardInterrupt  # what the SIGINT handler raises there
 
+    # Python's own SIGINT handler, as in a terminal (a background job's is SIG_IGN)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     gc.callbacks.append(callback)
     try:
         with pytest.raises(KeyboardInterrupt), cli.interrupts_kept():
@@ -747,6 +752,7 @@ def test_ctrl_c_inside_a_gc_callback_is_not_lost():
             time.sleep(5)  # (interrupted within about 0.05 s)
     finally:
         gc.callbacks.remove(callback)
+        signal.signal(signal.SIGINT, handler)
     assert fired
 
 

@@ -167,6 +167,7 @@ if os.environ.get("MARLJAX_KILLS"):
     KILL_PLAN = [_cycle[i % 3] for i in range(int(os.environ["MARLJAX_KILLS"]))]
     KILL_PLANS = {}
     UPDATES = 4 * len(KILL_PLAN)
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
 TIMEOUT = 240  # seconds for any single wait (a hang fails instead of eating the CI budget)
 
 
@@ -186,11 +187,12 @@ def start(command: str, args: list[str], cwd) -> subprocess.Popen:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
     if command == "benchmark":
-        program = [os.path.join(os.path.dirname(__file__), "support", "tiny_benchmark.py")]
+        program = [os.path.join(SUPPORT, "tiny_benchmark.py")]
     else:
         program = ["-m", "marljax.shell.cli", command]
+    # (through `as_terminal`: Ctrl-C as a terminal delivers it, even under a background job)
     return subprocess.Popen(
-        [sys.executable, *program, *args],
+        [sys.executable, os.path.join(SUPPORT, "as_terminal.py"), *program, *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
