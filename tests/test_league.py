@@ -18,6 +18,7 @@ from marljax.core.registry import make
 from marljax.population.league import (
     LeagueConfig,
     TeamView,
+    league_populations,
     league_teams,
     make_league,
     pfsp_weights,
@@ -159,10 +160,16 @@ def test_an_env_that_is_not_two_sided_is_refused():
         league_teams(env)
     with pytest.raises(ConfigError, match="same size"):
         league_teams(env, [[0], [1, 2]])
-    tag, _ = make("particle/simple_tag-v0")  # 3 adversaries + 1 good agent: no mixed halves
-    with pytest.raises(ConfigError, match="declares no teams"):
+    tag, _ = make("particle/simple_tag-v0")  # 3 adversaries + 1 good agent: two populations
+    with pytest.raises(ConfigError, match="populations=2"):
         league_teams(tag)
     assert league_teams(tag, [[0], [1]]) == ((0,), (1,))
+    assert league_populations(tag, LeagueConfig()) == (2, ((0, 1, 2), (3,)))
+    assert league_populations(tag, LeagueConfig(teams=((0,), (1,)))) == (1, ((0,), (1,)))
+    with pytest.raises(ConfigError, match="same size"):
+        league_populations(tag, LeagueConfig(populations=1))
+    rps, _ = make("matrix/rrps-v0")
+    assert league_populations(rps, LeagueConfig())[0] == 1
     with pytest.raises(ConfigError, match="distinct agents"):
         league_teams(env, [[0], [0]])
     with pytest.raises(ConfigError, match="two-sided"):

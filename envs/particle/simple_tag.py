@@ -127,6 +127,8 @@ class SimpleTag(ParticleEnv):
             4 + 2 * self.num_landmarks + 2 * (self.num_agents - 1) + 2 * self.num_good_agents
         )
         A, M, G = self.num_agents, self.num_adversaries, self.num_good_agents
+        #: the two sides (adversaries, good agents): a league trains one learner for each.
+        self.teams = (tuple(range(M)), tuple(range(M, A)))
         self._is_adv = np.arange(A) < M  # [A]
         self._agents = PairTable(A)  # agent-agent pairs; obstacles are handled apart
         self._tag_pairs = (self._agents.first < M) & (self._agents.second >= M)  # [P]

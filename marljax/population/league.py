@@ -93,6 +93,10 @@ class LeagueConfig:
         of a game whose sides differ (SMAX's spawn positions) and a snapshot meets it on
         either; `first`: the learner always plays team 0.
       num_envs: environments per run `E` (the runner's; `make_league` checks it).
+      populations: learners: 1, one learner plays either team (teams of one size and agent
+        types); 2, one learner per team, each against the other's snapshots
+        (`marljax.population.league_two`, for asymmetric games such as predator-prey); 0
+        (default): 2 when the teams differ in size or agent types, else 1.
     """
 
     rule: str = "pfsp"
@@ -108,6 +112,7 @@ class LeagueConfig:
     teams: tuple | None = None
     sides: str = "both"
     num_envs: int = param(16, lo=1, help="environments per run (the runner's)")
+    populations: int = param(0, lo=0, hi=2, help="learners: 1, 2 (one per team), 0 auto")
 
 
 @struct.dataclass
@@ -169,13 +174,14 @@ class TeamView(Wrapper):
         return self._env.global_state_space(params)
 
 
-def league_teams(env: Environment, teams: tuple | None = None) -> tuple[tuple[int, ...], ...]:
+def league_teams(env: Environment, teams: tuple | None = None,
+                 same_size: bool = True) -> tuple[tuple[int, ...], ...]:  # fmt: skip
     """The two teams of `env`: `teams`, else the env's `teams` attribute (e.g. SMAX with
-    `enemy="learned"`), else the two players of a two-player game.
+    `enemy="learned"`, MPE simple tag), else the two players of a two-player game.
 
     Raises:
       ConfigError: an env that is not two-sided (not two players and no declared teams),
-        teams of different sizes, overlapping or out of range.
+        teams overlapping or out of range, or of different sizes with `same_size`.
     """
     num = env.num_agents
     if teams is None:
@@ -201,12 +207,31 @@ def league_teams(env: Environment, teams: tuple | None = None) -> tuple[tuple[in
         raise ConfigError(
             f"league teams must be distinct agents of 0..{num - 1} of {env!r}, got {teams!r}"
         )
-    if len(teams[0]) != len(teams[1]):
+    if same_size and len(teams[0]) != len(teams[1]):
         raise ConfigError(
             f"league teams must have the same size (the learner's network plays either side); "
-            f"got {len(teams[0])} and {len(teams[1])} agents"
+            f"got {len(teams[0])} and {len(teams[1])} agents (league.populations=2 trains one "
+            f"learner per team)"
         )
     return teams
+
+
+def league_populations(env: Environment, config: LeagueConfig) -> tuple[int, tuple]:
+    """`(populations, teams)` of a league on `env`: `config.populations`, or when 0, 2 if the
+    teams differ in size or agent types (e.g. MPE simple tag's adversaries and good agents)
+    and 1 otherwise.
+
+    Raises:
+      ConfigError: as `league_teams` (teams of different sizes only with `populations=1`).
+    """
+    teams = league_teams(env, config.teams, same_size=config.populations == 1)
+    if config.populations:
+        return int(config.populations), teams
+    types = np.asarray(getattr(env, "agent_types", np.zeros((env.num_agents,), np.int32)))
+    alike = len(teams[0]) == len(teams[1]) and np.array_equal(
+        np.sort(types[np.asarray(teams[0])]), np.sort(types[np.asarray(teams[1])])
+    )
+    return (1 if alike else 2), teams
 
 
 def validate_league(config: LeagueConfig) -> None:
@@ -281,8 +306,15 @@ def episode_outcomes(running: Array, diff: Array, done: Array, opponent: Array, 
 
 
 def opponent_weights(config: LeagueConfig, filled: Array, newest: Array, wins: Array,
-                     games: Array, payoffs: Array) -> Array:  # fmt: skip
-    """The rule's opponent distribution `[K]` over the pool (see the module docstring)."""
+                     games: Array, payoffs: Array, row_filled: Array | None = None) -> Array:  # fmt: skip
+    """The rule's opponent distribution `[K]` over the pool (see the module docstring).
+
+    `filled`, `newest`: the opponents' pool; `wins`, `games`: the learner's counts against
+    them; `payoffs`: the win rates of the learner's snapshots (rows) against the opponents
+    (columns). `row_filled`: None for one population (rows and columns are the same pool, the
+    game is symmetrised); the learner's own pool's slots for two (the `psro` rule then plays
+    the opponents' side of the bimatrix game).
+    """
     rule = config.rule
     if rule in ("self", "latest"):
         return (jnp.arange(filled.shape[0]) == newest).astype(jnp.float32)
@@ -294,8 +326,10 @@ def opponent_weights(config: LeagueConfig, filled: Array, newest: Array, wins: A
         return pfsp_weights(p, filled, config.pfsp_weighting, config.pfsp_power)
     game = jnp.stack([payoffs - 0.5, 0.5 - payoffs])  # zero-sum, row = player 0
     solver = get_meta_solver(config.meta_solver)
-    sigma = solver(game, jnp.stack([filled, filled]), MetaSolverHParams(), config.meta_iterations)
-    sigma = jnp.where(filled, 0.5 * (sigma[0] + sigma[1]), 0.0)
+    rows = filled if row_filled is None else row_filled
+    sigma = solver(game, jnp.stack([rows, filled]), MetaSolverHParams(), config.meta_iterations)
+    mixed = 0.5 * (sigma[0] + sigma[1]) if row_filled is None else sigma[1]
+    sigma = jnp.where(filled, mixed, 0.0)
     sigma = sigma / jnp.maximum(sigma.sum(), 1e-9)
     return (1.0 - config.explore) * sigma + config.explore * uniform
 
@@ -335,24 +369,70 @@ def record_update(config: LeagueConfig, state: LeagueState, learner: Any, runnin
     )  # fmt: skip
 
 
+def members_act(agent: Agent, state: LeagueState, carry: Any, obs: Observation, key: Array,
+                hparams: Any, opponent: Array | None, **kwargs) -> tuple[Array, Any]:  # fmt: skip
+    """The actions and carry of each env's opponent: `opponent` `[E]` the pool slot playing
+    each env (-1: the current learner; None: the learner everywhere). Every member and the
+    learner act and each env keeps its opponent's action (exact per-episode opponents under
+    `vmap`, at `K + 1` forward passes)."""
+    if opponent is None:
+        actions, carry, _ = agent.act(state.learner, carry, obs, key, hparams, **kwargs)
+        return actions, carry
+    K = state.filled.shape[0]
+    states = jax.tree.map(lambda p, x: jnp.concatenate([p, x[None]]), state.pool, state.learner)
+    acts, carries, _ = jax.vmap(lambda s: agent.act(s, carry, obs, key, hparams, **kwargs))(states)
+    which = jnp.where(opponent < 0, K, opponent)  # [E] into [K + 1]
+    pick = lambda x: jnp.take_along_axis(  # noqa: E731
+        x, which.reshape(1, -1, *([1] * (x.ndim - 2))), axis=0
+    )[0]
+    return pick(acts), jax.tree.map(pick, carries)
+
+
+def team_trajectory(traj: Trajectory, idx: Array, info: Any, initial_carry: Any) -> Trajectory:
+    """One team's trajectory: `idx` `[T, E, n]` the team's agents at each step and env;
+    `info`, `initial_carry`: its learner's policy info and carry."""
+    return traj.replace(
+        observation=_seat(traj.observation, idx),
+        actions=_gather(traj.actions, idx),
+        reward=_gather(traj.reward, idx),
+        next_obs=_gather(traj.next_obs, idx),
+        next_action_mask=_gather(traj.next_action_mask, idx),
+        policy_info=info,
+        # the side of the last step: where its episode goes on, the next step's too
+        last_observation=_seat(traj.last_observation, idx[-1]),
+        initial_carry=initial_carry,
+    )
+
+
 def make_league(agent: Agent, env: Environment, config: LeagueConfig,
                 env_params: EnvParams | None = None) -> Agent:  # fmt: skip
     """The league of `agent` on the two-sided `env` (see the module docstring).
 
     Args:
-      agent: a registered agent built for `TeamView(env, teams[0])` (one team of the env).
+      agent: a registered agent built for `TeamView(env, teams[0])` (one team of the env); or
+        a pair of agents, one per team (`TeamView(env, teams[p])`): a two-population league
+        (`marljax.population.league_two.make_two_league`).
       env: the two-sided env the league plays.
       config: the league's `LeagueConfig` (its `num_envs` is the runner's).
       env_params: unused (kept for the factories' signature).
 
     Returns:
       An `Agent` for the whole env whose state is a `LeagueState`; `update` trains the learner
-      on team 0's steps and maintains the pool. Metrics add `league/win_rate` (the finished
-      episodes' mean outcome for team 0, self-play episodes included; NaN when none ended), `league/members` and `league/entropy` (of
-      the opponent distribution).
+      on its team's steps and maintains the pool. Metrics add `league/win_rate` (the finished
+      episodes' mean outcome for the learner, self-play episodes included; NaN when none
+      ended), `league/members` and `league/entropy` (of the opponent distribution).
     """
     del env_params
+    if not isinstance(agent, Agent):  # a pair of agents (an Agent is a NamedTuple itself)
+        from marljax.population.league_two import make_two_league
+
+        return make_two_league(tuple(agent), env, config)
     validate_league(config)
+    if config.populations == 2:
+        raise ConfigError(
+            "league.populations=2 trains one learner per team: pass make_league a pair of "
+            "agents, one built for each team's TeamView"
+        )
     teams = league_teams(env, config.teams)
     seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)  # [2, n]
     K, E = int(config.capacity), int(config.num_envs)
@@ -398,21 +478,10 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
                 drawn = jnp.where(mine, -1, drawn)
             opponent = jnp.where(obs.reset, drawn, opponent)
         actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip
-        obs_1 = _seat(obs, theirs)
-        if use_pool:  # every member and the learner act; each env keeps its opponent's action
-            states = jax.tree.map(
-                lambda p, x: jnp.concatenate([p, x[None]]), state.pool, state.learner
-            )
-            acts, carries, _ = jax.vmap(
-                lambda s: agent.act(s, other, obs_1, key_1, hparams, **kwargs)
-            )(states)
-            which = jnp.where(opponent < 0, K, opponent)  # [E] into [K + 1]
-            pick = lambda x: jnp.take_along_axis(  # noqa: E731
-                x, which.reshape(1, -1, *([1] * (x.ndim - 2))), axis=0
-            )[0]
-            actions_1, other = pick(acts), jax.tree.map(pick, carries)
-        else:
-            actions_1, other, _ = agent.act(state.learner, other, obs_1, key_1, hparams, **kwargs)
+        actions_1, other = members_act(
+            agent, state, other, _seat(obs, theirs), key_1, hparams, opponent if use_pool else None,
+            **kwargs,
+        )  # fmt: skip
         shape = (num_envs, env.num_agents, *actions_0.shape[2:])
         rows = jnp.arange(num_envs)[:, None]
         actions = jnp.zeros(shape, actions_0.dtype).at[rows, mine].set(actions_0)
@@ -422,17 +491,7 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
     def update(state: LeagueState, traj: Trajectory, hparams, key, axis_name=None):
         info, opponent, side = traj.policy_info
         idx = seats[side]  # [T, E, n] the learner's agents at each step
-        mine = traj.replace(
-            observation=_seat(traj.observation, idx),
-            actions=_gather(traj.actions, idx),
-            reward=_gather(traj.reward, idx),
-            next_obs=_gather(traj.next_obs, idx),
-            next_action_mask=_gather(traj.next_action_mask, idx),
-            policy_info=info,
-            # the side of the last step: where its episode goes on, the next step's too
-            last_observation=_seat(traj.last_observation, idx[-1]),
-            initial_carry=traj.initial_carry[0],
-        )
+        mine = team_trajectory(traj, idx, info, traj.initial_carry[0])
         kwargs = {} if axis_name is None else {"axis_name": axis_name}
         learner, metrics = agent.update(state.learner, mine, hparams, key, **kwargs)
         score = _gather(traj.reward, idx).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)
@@ -475,7 +534,10 @@ __all__ = [
     "LeagueConfig",
     "LeagueState",
     "TeamView",
+    "league_populations",
     "league_teams",
+    "members_act",
+    "team_trajectory",
     "episode_outcomes",
     "make_league",
     "opponent_weights",

@@ -37,8 +37,8 @@ Array = jax.Array
 
 
 def league_crossplay(
-    agent: Agent,
-    state: LeagueState,
+    agent: Agent | tuple,
+    state: LeagueState | Any,
     env: Environment,
     env_params: EnvParams,
     key: Array,
@@ -51,9 +51,10 @@ def league_crossplay(
     """Every snapshot of `state.pool` against every other (sampled actions), one program.
 
     Args:
-      agent: the league's learner (built for one team, as for `make_league`).
-      state: a `LeagueState`: one run's, or several runs' with leading run axes (e.g. a
-        finished run's `[G, S, ...]`), all evaluated in one `vmap`.
+      agent: the league's learner (built for one team, as for `make_league`); for a
+        two-population league (`state` a `TwoLeagueState`), its pair of learners.
+      state: a `LeagueState` (or `TwoLeagueState`): one run's, or several runs' with leading
+        run axes (e.g. a finished run's `[G, S, ...]`), all evaluated in one `vmap`.
       env, env_params: the env the league plays.
       key: PRNG key.
       teams: the league's two teams (`marljax.population.league.league_teams`).
@@ -61,43 +62,65 @@ def league_crossplay(
       num_steps: step budget of an episode (static; at least the env's episode length).
       hparams: the learner's hparams (default: its defaults; shared by the runs).
       sides: `both` (default): each episode seats member `i` on a team drawn at random, so an
-        advantage of one side averages out; `first`: member `i` always plays team 0.
+        advantage of one side averages out; `first`: member `i` always plays team 0. A
+        two-population league seats population 0's snapshot `i` on team 0, always.
 
     Returns:
-      `{"win_rate": [..., K, K], "score": [..., K, K], "finished": [..., K, K]}` (`...` the run
-      axes): member `i` against member `j` (on the other team): `i`'s win rate (draws 1/2),
-      its mean return minus the opponent's, and the share of episodes that finished within
-      `num_steps`.
+      `{"win_rate", "score", "finished", "return"}`, each `[..., K, K]` (`...` the run axes):
+      member `i` against member `j` (on the other team; with two populations, population 0's
+      `i` against population 1's `j`): `i`'s win rate (draws 1/2), its team's mean return
+      minus the opponent's, the share of episodes that finished within `num_steps`, and `i`'s
+      team's mean return (the sum over its agents).
     """
-    hparams = agent.default_hparams() if hparams is None else hparams
+    two = not isinstance(agent, Agent)
+    first = agent[0] if two else agent
+    hparams = first.default_hparams() if hparams is None else hparams
     state = jax.tree.map(jnp.asarray, state)  # host arrays (a finished run's) to device
-    seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)
-    num = state.filled.shape[-1]
-    runs = state.filled.shape[:-1]
-    config = LeagueConfig(rule="uniform", capacity=num, num_envs=num_envs, teams=teams,
-                          sides=sides)  # fmt: skip
-    league = make_league(agent, env, config)
+    seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32) if not two else None
+    filled = state.sides[0].filled if two else state.filled
+    num = filled.shape[-1]
+    runs = filled.shape[:-1]
+    if two:  # both learners replaced by the pair's snapshots; each plays the other (rule self)
+        envs = 2 * num_envs
+        config = LeagueConfig(rule="self", capacity=num, num_envs=envs, teams=teams)
+        league = make_league(tuple(agent), env, config)
+    else:
+        envs = num_envs
+        config = LeagueConfig(rule="uniform", capacity=num, num_envs=num_envs, teams=teams,
+                              sides=sides)  # fmt: skip
+        league = make_league(agent, env, config)
     vec_env = rollout.batched_env(env)
 
+    def seated(state, i, j):
+        if two:
+            s0, s1 = state.sides
+            pick = lambda s, k: s.replace(learner=jax.tree.map(lambda p: p[k], s.pool))  # noqa: E731
+            return state.replace(sides=(pick(s0, i), pick(s1, j)))
+        return state.replace(
+            learner=jax.tree.map(lambda p: p[i], state.pool), weights=jax.nn.one_hot(j, num)
+        )
+
     def play(state, i, j, k):
-        s = state.replace(
-            learner=jax.tree.map(lambda p: p[i], state.pool),
-            weights=jax.nn.one_hot(j, num),
-        )
         k_reset, k_run = jax.random.split(k)
-        rs = rollout.reset(
-            vec_env, env_params, k_reset, k_run, num_envs, league.initial_carry(num_envs)
-        )
+        rs = rollout.reset(vec_env, env_params, k_reset, k_run, envs, league.initial_carry(envs))
+        side_of = (lambda t: jnp.zeros_like(t.truncated, jnp.int32)) if two else (
+            lambda t: t.policy_info[2]
+        )  # fmt: skip
         _, (reward, done, side) = rollout.rollout(
-            vec_env, env_params, league, s, hparams, rs, num_steps,
-            record=lambda t: (t.reward, t.terminated | t.truncated, t.policy_info[2]),
+            vec_env, env_params, league, seated(state, i, j), hparams, rs, num_steps,
+            record=lambda t: (t.reward, t.terminated | t.truncated, side_of(t)),
         )  # fmt: skip
         returns, finished = rollout.first_episode_returns(reward, done)
         side = side[0]  # every env starts an episode at the first step
-        take = lambda team: jnp.take_along_axis(returns, team, axis=1).sum(-1)  # noqa: E731
-        diff = take(seats[side]) - take(seats[1 - side])
+        if two:
+            mine = returns[:, np.asarray(teams[0])].sum(-1)
+            diff = mine - returns[:, np.asarray(teams[1])].sum(-1)
+        else:
+            take = lambda team: jnp.take_along_axis(returns, team, axis=1).sum(-1)  # noqa: E731
+            mine = take(seats[side])
+            diff = mine - take(seats[1 - side])
         outcome = jnp.where(diff > 0, 1.0, jnp.where(diff < 0, 0.0, 0.5))
-        return outcome.mean(), diff.mean(), finished.mean()
+        return outcome.mean(), diff.mean(), finished.mean(), mine.mean()
 
     idx = jnp.arange(num)
     row = jax.vmap(play, in_axes=(None, None, 0, 0))
@@ -106,8 +129,8 @@ def league_crossplay(
         table = jax.vmap(table, in_axes=(0, None, None, 0))
     keys = jax.random.split(key, int(np.prod(runs, dtype=int)) * num * num)
     keys = keys.reshape(*runs, num, num, -1)
-    win, score, finished = jax.jit(table)(state, idx, idx, keys)
-    return {"win_rate": win, "score": score, "finished": finished}
+    win, score, finished, ret = jax.jit(table)(state, idx, idx, keys)
+    return {"win_rate": win, "score": score, "finished": finished, "return": ret}
 
 
 def elo_ratings(win_rate: Array, mask: Array | None = None, steps: int = 2000) -> Array:
@@ -169,6 +192,28 @@ def league_report(win_rate: Array, mask: Array | None = None, meta_iterations: i
         "alpharank": rank,
         "nash_value": worst,
     }
+
+
+def pair_report(win_rate: Array, filled_0: Array, filled_1: Array,
+                meta_iterations: int = 1000) -> dict[str, Array]:  # fmt: skip
+    """Nash of the bimatrix game between two populations' snapshots (a two-population league).
+
+    Args:
+      win_rate: `[K, K]` win rate of population 0's snapshot `i` (team 0) against population
+        1's `j` (`league_crossplay` of a `TwoLeagueState`); the game is zero-sum around 1/2.
+      filled_0, filled_1: `[K]` the slots holding a snapshot.
+
+    Returns:
+      `{"nash_0": [K], "nash_1": [K], "value_0": [], "value_1": []}`: each population's Nash
+      mixture and its worst-case win rate against any single snapshot of the other.
+    """
+    w = jnp.asarray(win_rate, jnp.float32)
+    f0, f1 = jnp.asarray(filled_0, bool), jnp.asarray(filled_1, bool)
+    game = jnp.stack([w - 0.5, 0.5 - w])
+    sigma = get_meta_solver("nash")(game, jnp.stack([f0, f1]), None, meta_iterations)
+    value_0 = jnp.min(jnp.where(f1, sigma[0] @ w, jnp.inf))
+    value_1 = jnp.min(jnp.where(f0, 1.0 - w @ sigma[1], jnp.inf))
+    return {"nash_0": sigma[0], "nash_1": sigma[1], "value_0": value_0, "value_1": value_1}
 
 
 def generation_targets(
@@ -331,5 +376,6 @@ __all__ = [
     "exploitability_curve",
     "league_crossplay",
     "league_report",
+    "pair_report",
     "make_best_response",
 ]

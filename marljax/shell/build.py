@@ -45,12 +45,10 @@ def build(exp: Experiment) -> Built:
     """Make the env, agent and trainer of `exp` (clear errors; compiles nothing)."""
     env, env_params = make(exp.env, **exp.env_kwargs)
     _check_env_params(exp.env, env_params, env.default_params())
-    if exp.league_config is not None:  # team 0 learns against snapshots of itself
-        from marljax.population.league import TeamView, league_teams, make_league
+    if exp.league_config is not None:  # learners against snapshots of themselves / each other
+        from marljax.population.league import make_league
 
-        teams = league_teams(env, exp.league_config.teams)
-        learner = algo_spec(exp.algo).factory(exp.agent_config, TeamView(env, teams[0]), env_params)
-        agent = make_league(learner, env, exp.league_config)
+        agent = make_league(league_learners(exp, env, env_params), env, exp.league_config)
         trainer = make_train(exp.train, env, agent, env_params)
     elif exp.opponents is None:
         agent = algo_spec(exp.algo).factory(exp.agent_config, env, env_params)
@@ -77,6 +75,17 @@ def build(exp: Experiment) -> Built:
         exp, env, env_params, agent, exp.agent_config, hparams, exp.settings, trainer,
         _nbytes(state),
     )  # fmt: skip
+
+
+def league_learners(exp: Experiment, env: Any, env_params: Any) -> Any:
+    """The learner of `exp`'s league (built for team 0), or its pair of learners (one per team)
+    when the league has two populations (`marljax.population.league.league_populations`)."""
+    from marljax.population.league import TeamView, league_populations
+
+    populations, teams = league_populations(env, exp.league_config)
+    factory = algo_spec(exp.algo).factory
+    learners = tuple(factory(exp.agent_config, TeamView(env, t), env_params) for t in teams)
+    return learners if populations == 2 else learners[0]
 
 
 #: metrics every trainer of `marljax.training.train.make_train` reports (`build` checks any other

@@ -80,40 +80,58 @@ def write_plot(run_dir: str, built: Built, metrics: dict[str, np.ndarray]) -> No
 def write_league(run_dir: str, built: Built, league_state: Any, num_envs: int = 32) -> None:
     """league.json and league_crossplay.png of a finished league run: every run's snapshots
     played against each other (`league_crossplay`, one program), Elo, Nash and alpha-rank
-    (`league_report`); the figure is the first run's matrix, snapshots ordered by age."""
+    (`league_report`; two populations: the Nash of their bimatrix game, `pair_report`); the
+    figure is the first run's matrix, snapshots ordered by age."""
     import jax
 
-    from marljax.agents import algo_spec
-    from marljax.population.league import TeamView, league_teams
-    from marljax.population.league_eval import league_crossplay, league_report
+    from marljax.agents.base import Agent
+    from marljax.population.league import league_teams
+    from marljax.population.league_eval import league_crossplay, league_report, pair_report
+    from marljax.shell.build import league_learners
     from marljax.training.train import eval_budget
 
     exp, env, params = built.exp, built.env, built.env_params
-    teams = league_teams(env, exp.league_config.teams)
-    learner = algo_spec(exp.algo).factory(exp.agent_config, TeamView(env, teams[0]), params)
+    learner = league_learners(exp, env, params)
+    two = not isinstance(learner, Agent)  # a pair: one learner per team
+    teams = league_teams(env, exp.league_config.teams, same_size=not two)
     steps = eval_budget(exp.train, params)
     out = league_crossplay(learner, league_state, env, params, jax.random.PRNGKey(0), teams,
                            num_envs=num_envs, num_steps=steps)  # fmt: skip
     win = np.asarray(out["win_rate"])  # [G, S, K, K]
-    filled = np.asarray(league_state.filled)
-    report = jax.vmap(jax.vmap(league_report))(win, filled)
+    if two:
+        rows, cols = (s.age for s in league_state.sides)
+        report = jax.vmap(jax.vmap(pair_report))(win, *(s.filled for s in league_state.sides))
+        about = (f"population 0's snapshots (team 0, {list(teams[0])}) against population 1's "
+                 f"(team 1, {list(teams[1])}): win_rate[i][j] and return[i][j] (team 0's, "
+                 f"summed over its agents) of snapshot i against j, {2 * num_envs} episodes per "
+                 "pair, draws 1/2; age, age_1: the update each snapshot was taken (-1: empty)")  # fmt: skip
+        extra = {"age_1": np.asarray(cols).tolist(), "return": np.asarray(out["return"]).tolist()}
+    else:
+        rows = cols = league_state.age
+        report = jax.vmap(jax.vmap(league_report))(win, league_state.filled)
+        about = (f"each run's snapshots (slots of the pool) against each other: win_rate[i][j] is "
+                 f"snapshot i (team 0) against snapshot j (team 1), {num_envs} episodes per pair, "
+                 "draws 1/2; age: the update each snapshot was taken (-1: empty)")  # fmt: skip
+        extra = {}
     data = {
-        "about": "each run's snapshots (slots of the pool) against each other: win_rate[i][j] "
-        f"is snapshot i (team 0) against snapshot j (team 1), {num_envs} episodes per pair, "
-        "draws 1/2; age: the update each snapshot was taken (-1: empty)",
-        "age": np.asarray(league_state.age).tolist(),
+        "about": about,
+        "age": np.asarray(rows).tolist(),
+        **extra,
         "win_rate": win.tolist(),
         "finished": np.asarray(out["finished"]).tolist(),
         **{k: np.asarray(v).tolist() for k, v in report.items()},
     }
     results.write_json(os.path.join(run_dir, "league.json"), data)
-    ages = np.asarray(league_state.age)[0, 0]
-    order = np.argsort(np.where(ages < 0, 2**31, ages))
-    labels = [f"u{int(ages[k])}" for k in order]
+    order, labels = [], []
+    for ages in (np.asarray(rows)[0, 0], np.asarray(cols)[0, 0]):
+        order.append(np.argsort(np.where(ages < 0, 2**31, ages)))
+        labels.append([f"u{int(ages[k])}" for k in order[-1]])
+    what = "team 0 (rows) against team 1" if two else "snapshots"
     with contextlib.suppress(ImportError):  # matplotlib is an optional extra
         plots.plot_crossplay_heatmap(
-            win[0, 0][np.ix_(order, order)], os.path.join(run_dir, "league_crossplay.png"),
-            labels=labels, title=f"{exp.algo} league: snapshots (update taken)",
+            win[0, 0][np.ix_(order[0], order[1])], os.path.join(run_dir, "league_crossplay.png"),
+            labels=labels[0], col_labels=labels[1],
+            title=f"{exp.algo} league: {what} (update taken)",
             value_label="win rate of the row snapshot",
         )  # fmt: skip
 

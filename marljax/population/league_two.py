@@ -1,0 +1,296 @@
+"""Two-population leagues: one learner per team of an asymmetric game, each against the other's pool.
+
+`make_two_league((agent_0, agent_1), env, config)` is `marljax.population.league.make_league`
+for games whose two teams differ (MPE simple tag's three slow adversaries and one fast good
+agent; any predator-prey game): learner `p` is built for team `p` (`TeamView(env, teams[p])`),
+and each population keeps its own pool of `K` snapshots of its learner. The runner's `E` envs
+are split in two halves: in the first, learner 0 plays team 0 against an opponent for team 1
+drawn from population 1's pool (or its current learner); in the second, learner 1 plays team 1
+against an opponent drawn from population 0's pool. Each learner trains on its own half only,
+so both seats learn, each against the other's past and present.
+
+Every rule of `LeagueConfig` applies per learner against the other population: `self` plays
+the other current learner, `latest` its newest snapshot, `uniform` and `pfsp` draw from its
+snapshots (PFSP by the learner's win rate against each), `psro` plays the opponents' side of a
+Nash (or other meta-solver) mixture of the bimatrix game between the two pools (its rows are
+population 0's snapshots, its entries team 0's win rate, filled as in the one-population
+league from the win rates training measured when a snapshot is taken). Both populations take
+their snapshots on the same schedule. `LeagueConfig.sides` does not apply (each learner has its
+team). The two learners share one hparams (the engine's grids and seeds apply to both), so they
+are normally one algorithm; their networks may differ (each is built for its team).
+
+The state is a `TwoLeagueState`: one `LeagueState` per population (learner, pool, slots, ages,
+the learner's win counts against the other pool, the bimatrix from its side, its opponent
+distribution, the running scores of its half). Metrics: learner 0's under their names,
+learner 1's under `team1/<name>`, `league/win_rate` and `league/team1_win_rate` (each
+learner's mean outcome over its half's finished episodes), `league/members`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from marljax.agents.base import Agent, Observation, Trajectory
+from marljax.core.config import ConfigError
+from marljax.core.types import Environment
+from marljax.population.league import (
+    LeagueConfig,
+    LeagueState,
+    episode_outcomes,
+    league_teams,
+    members_act,
+    opponent_weights,
+    team_trajectory,
+    validate_league,
+    win_rates,
+)
+
+Array = jax.Array
+
+
+@struct.dataclass
+class TwoLeagueState:
+    """The state of a two-population league.
+
+    Attributes:
+      sides: `(LeagueState, LeagueState)`, population `p`'s: its learner and pool; `wins`,
+        `games` its learner's counts against the other population's slots; `payoffs` `[K, K]`
+        the win rate of its snapshot `i` against the other's snapshot `j`; `weights` its
+        learner's opponent distribution over the other pool; `running` its half's scores.
+    """
+
+    sides: tuple
+
+    @property
+    def updates(self) -> Array:
+        return self.sides[0].updates
+
+
+def _fresh(agent: Agent, key: Array, hparams: Any, capacity: int, envs: int) -> LeagueState:
+    learner = agent.init(key, hparams)
+    pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (capacity, *jnp.shape(x))), learner)
+    filled = jnp.arange(capacity) == 0
+    return LeagueState(
+        learner=learner, pool=pool, filled=filled, newest=jnp.int32(0),
+        age=jnp.where(filled, 0, -1).astype(jnp.int32), wins=jnp.zeros((capacity,)),
+        games=jnp.zeros((capacity,)), payoffs=jnp.full((capacity, capacity), 0.5),
+        weights=filled.astype(jnp.float32), running=jnp.zeros((envs,)), updates=jnp.int32(0),
+    )  # fmt: skip
+
+
+def record_pair(config: LeagueConfig, sides: tuple, learners: tuple, running: tuple,
+                new_wins: tuple, new_games: tuple) -> tuple:  # fmt: skip
+    """Both populations after one update: decayed win counts, a snapshot of each learner on
+    schedule, the bimatrix between the pools (a new snapshot's row: its learner's current win
+    rates against the other pool; two new snapshots' entry: unknown, 1/2) and each learner's
+    opponent distribution."""
+    K = sides[0].filled.shape[0]
+    updates = sides[0].updates + 1
+    take = updates % config.snapshot_interval == 0
+    wins = [config.win_decay * s.wins + w for s, w in zip(sides, new_wins, strict=True)]
+    games = [config.win_decay * s.games + g for s, g in zip(sides, new_games, strict=True)]
+    rate = [win_rates(w, g) for w, g in zip(wins, games, strict=True)]  # against the old pool
+    slot = [(s.newest + 1) % K for s in sides]
+    pool = [
+        jax.tree.map(lambda p, x, i=i: p.at[i].set(jnp.where(take, x, p[i])), s.pool, learner)
+        for s, learner, i in zip(sides, learners, slot, strict=True)
+    ]
+    filled = [s.filled.at[i].set(s.filled[i] | take) for s, i in zip(sides, slot, strict=True)]
+    newest = [jnp.where(take, i, s.newest) for s, i in zip(sides, slot, strict=True)]
+    age = [s.age.at[i].set(jnp.where(take, updates, s.age[i])) for s, i in zip(sides, slot, strict=True)]  # fmt: skip
+    m = sides[0].payoffs  # team 0's snapshots (rows) against team 1's
+    row = jnp.where(sides[1].filled, rate[0], 0.5)
+    col = jnp.where(sides[0].filled, 1.0 - rate[1], 0.5)
+    m = jnp.where(take, m.at[slot[0], :].set(row).at[:, slot[1]].set(col), m)
+    m = jnp.where(take, m.at[slot[0], slot[1]].set(0.5), m)
+    for p in (0, 1):  # the other population's new snapshot starts without games
+        wins[p] = wins[p].at[slot[1 - p]].set(jnp.where(take, 0.0, wins[p][slot[1 - p]]))
+        games[p] = games[p].at[slot[1 - p]].set(jnp.where(take, 0.0, games[p][slot[1 - p]]))
+    payoffs = (m, 1.0 - m.T)
+    out = []
+    for p in (0, 1):
+        o = 1 - p
+        weights = opponent_weights(
+            config, filled[o], newest[o], wins[p], games[p], payoffs[p], row_filled=filled[p]
+        )
+        out.append(
+            LeagueState(
+                learner=learners[p],
+                pool=pool[p],
+                filled=filled[p],
+                newest=newest[p],
+                age=age[p],
+                wins=wins[p],
+                games=games[p],
+                payoffs=payoffs[p],
+                weights=weights,
+                running=running[p],
+                updates=updates,
+            )  # fmt: skip
+        )
+    return tuple(out)
+
+
+def _halves(x: Any, h: int, axis: int = 0) -> tuple[Any, Any]:
+    """Every leaf of `x` cut at `h` along `axis` (the env axis)."""
+    cut = lambda sl: jax.tree.map(lambda y: jax.lax.slice_in_dim(y, *sl, axis=axis), x)  # noqa: E731
+    n = jax.tree.leaves(x)[0].shape[axis]
+    return cut((0, h)), cut((h, n))
+
+
+def _half_trajectory(traj: Trajectory, h: int) -> tuple[Trajectory, Trajectory]:
+    timed = (traj.observation, traj.actions, traj.reward, traj.terminated, traj.truncated,
+             traj.next_obs, traj.next_global_state, traj.next_action_mask)  # fmt: skip
+    a, b = _halves(timed, h, axis=1)
+    last_a, last_b = _halves(traj.last_observation, h)
+
+    def build(t, last):
+        obs, actions, reward, term, trunc, next_obs, next_state, next_mask = t
+        return traj.replace(
+            observation=obs, actions=actions, reward=reward, terminated=term, truncated=trunc,
+            next_obs=next_obs, next_global_state=next_state, next_action_mask=next_mask,
+            last_observation=last,
+        )  # fmt: skip
+
+    return build(a, last_a), build(b, last_b)
+
+
+def _team_obs(obs: Observation, team: Array) -> Observation:
+    return obs.replace(obs=obs.obs[:, team], action_mask=obs.action_mask[:, team])
+
+
+def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Agent:
+    """The two-population league of `agents` (one per team) on `env` (module docstring).
+
+    Raises:
+      ConfigError: not two agents, `league.populations=1`, an odd `num_envs`, or the errors of
+        `validate_league` and `league_teams`.
+    """
+    validate_league(config)
+    if len(agents) != 2:
+        raise ConfigError(f"a two-population league needs two agents, got {len(agents)}")
+    if config.populations == 1:
+        raise ConfigError("league.populations=1 plays one learner on both teams: pass one agent")
+    teams = league_teams(env, config.teams, same_size=False)
+    team = [np.asarray(t, np.int32) for t in teams]
+    K, E = int(config.capacity), int(config.num_envs)
+    if E % 2:
+        raise ConfigError(
+            f"a two-population league gives each learner half of the envs: num_envs must be "
+            f"even, got {E}"
+        )
+    pooled = config.rule != "self"
+
+    def init(key: Array, hparams: Any) -> TwoLeagueState:
+        keys = jax.random.split(key)
+        return TwoLeagueState(
+            tuple(_fresh(a, k, hparams, K, E // 2) for a, k in zip(agents, keys, strict=True))
+        )
+
+    def initial_carry(num_envs: int) -> Any:
+        h = num_envs // 2
+        rest = num_envs - h
+        return (
+            agents[0].initial_carry(h),  # learner 0, first half
+            agents[1].initial_carry(h),  # population 1 against it
+            agents[1].initial_carry(rest),  # learner 1, second half
+            agents[0].initial_carry(rest),  # population 0 against it
+            jnp.full((num_envs,), -1, jnp.int32),
+        )
+
+    def act(state: TwoLeagueState, carry, obs: Observation, key, hparams, greedy=False):
+        kwargs = {"greedy": True} if greedy else {}
+        own_0, opp_1, own_1, opp_0, opponent = carry
+        n = obs.reset.shape[0]
+        h = n // 2
+        s0, s1 = state.sides
+        k_a, k_b, k_self, k0, k1, k2, k3 = jax.random.split(key, 7)
+        if pooled:
+            draw = lambda k, w, m: jax.random.categorical(k, jnp.log(w + 1e-30), shape=(m,))  # noqa: E731
+            drawn = jnp.concatenate([draw(k_a, s0.weights, h), draw(k_b, s1.weights, n - h)])
+            if config.self_play > 0:
+                drawn = jnp.where(jax.random.uniform(k_self, (n,)) < config.self_play, -1, drawn)
+            opponent = jnp.where(obs.reset, drawn.astype(jnp.int32), opponent)
+        first, second = _halves(obs, h)
+        opp_first, opp_second = (opponent[:h], opponent[h:]) if pooled else (None, None)
+        a0, own_0, info_0 = agents[0].act(s0.learner, own_0, _team_obs(first, team[0]), k0, hparams, **kwargs)  # fmt: skip
+        a1, own_1, info_1 = agents[1].act(s1.learner, own_1, _team_obs(second, team[1]), k1, hparams, **kwargs)  # fmt: skip
+        b1, opp_1 = members_act(agents[1], s1, opp_1, _team_obs(first, team[1]), k2, hparams, opp_first, **kwargs)  # fmt: skip
+        b0, opp_0 = members_act(agents[0], s0, opp_0, _team_obs(second, team[0]), k3, hparams, opp_second, **kwargs)  # fmt: skip
+        dtype = a0.dtype
+        actions = jnp.zeros((n, env.num_agents, *a0.shape[2:]), dtype)
+        actions = actions.at[:h, team[0]].set(a0).at[:h, team[1]].set(b1.astype(dtype))
+        actions = (
+            actions.at[h:, team[1]].set(a1.astype(dtype)).at[h:, team[0]].set(b0.astype(dtype))
+        )
+        return actions, (own_0, opp_1, own_1, opp_0, opponent), (info_0, info_1, opponent)
+
+    def update(state: TwoLeagueState, traj: Trajectory, hparams, key, axis_name=None):
+        info_0, info_1, opponent = traj.policy_info
+        T, n = traj.reward.shape[:2]
+        h = n // 2
+        first, second = _half_trajectory(traj, h)
+        idx = lambda t, m: jnp.broadcast_to(jnp.asarray(t), (T, m, len(t)))  # noqa: E731
+        mine = (
+            team_trajectory(first, idx(team[0], h), info_0, traj.initial_carry[0]),
+            team_trajectory(second, idx(team[1], n - h), info_1, traj.initial_carry[2]),
+        )
+        kwargs = {} if axis_name is None else {"axis_name": axis_name}
+        keys = jax.random.split(key)
+        learners, metrics = [], []
+        for p in (0, 1):
+            learner, m = agents[p].update(state.sides[p].learner, mine[p], hparams, keys[p], **kwargs)  # fmt: skip
+            learners.append(learner)
+            metrics.append(m)
+        done = traj.terminated | traj.truncated
+        outcomes = []
+        for p, half, sl in ((0, first, slice(0, h)), (1, second, slice(h, n))):
+            score = half.reward[:, :, team[p]].sum(-1) - half.reward[:, :, team[1 - p]].sum(-1)
+            outcomes.append(
+                episode_outcomes(state.sides[p].running, score, done[:, sl], opponent[:, sl], K)
+            )
+        sides = record_pair(
+            config, state.sides, tuple(learners), tuple(o[0] for o in outcomes),
+            tuple(o[1] for o in outcomes), tuple(o[2] for o in outcomes),
+        )  # fmt: skip
+        out = dict(metrics[0])
+        out.update({f"team1/{k}": v for k, v in metrics[1].items()})
+        for name, (_, _, _, (won, ended)) in zip(
+            ("league/win_rate", "league/team1_win_rate"), outcomes, strict=True
+        ):
+            out[name] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
+        out["league/members"] = sides[0].filled.sum().astype(jnp.float32)
+        return TwoLeagueState(sides), out
+
+    def check_batch(num_envs: int, rollout_len: int) -> None:
+        if int(num_envs) != E:
+            raise ConfigError(
+                f"the league was built for num_envs={E}, the runner has {num_envs} "
+                f"(LeagueConfig.num_envs must be the train config's num_envs)"
+            )
+        for a in agents:
+            try:
+                a.check_batch(num_envs // 2, rollout_len)
+            except ValueError as err:
+                raise ConfigError(
+                    f"{err} (each learner of a two-population league trains on half of the "
+                    f"num_envs={num_envs} envs)"
+                ) from None
+
+    return agents[0]._replace(
+        init=init,
+        initial_carry=initial_carry,
+        act=act,
+        update=update,
+        get_params=lambda state: agents[0].get_params(state.sides[0].learner),
+        check_batch=check_batch,
+        rebuild=None,
+    )
+
+
+__all__ = ["TwoLeagueState", "make_two_league", "record_pair"]
