@@ -136,3 +136,30 @@ def test_bad_two_population_settings_are_refused_before_compile(tmp_path, tag_le
         build(_experiment(tmp_path, "batch", ["--set", "num_minibatches=4"]))
     with pytest.raises(ConfigError, match="league.capacity"):
         build(_experiment(tmp_path, "cap", ["--set", "league.capacity=0"]))
+
+
+def test_each_population_is_exploited_by_a_best_response_of_the_other_team(tag_league):
+    from marljax.population.league_eval import exploitability_curve, generation_targets
+    from marljax.shell.build import league_learners
+    from marljax.training.train import TrainConfig
+
+    exp, result = tag_league
+    built = build(exp)
+    env, params = built.env, built.env_params
+    learners = league_learners(exp, env, params)
+    s0, s1 = jax.tree.map(lambda x: x[0, 0], result.state.agent_state).sides
+    win = np.full((CAPACITY, CAPACITY), 0.5)
+    win[0, 1] = 1.0  # population 0's slot 0 beats population 1's slot 1
+    targets = generation_targets(win, s0.age, age_1=s1.age)
+    assert set(targets) == {"latest_0", "nash_0", "latest_1", "nash_1", "filled"}
+    np.testing.assert_array_equal(np.argmax(targets["latest_0"], 1), [1, 0])  # ages [4, 3]
+    np.testing.assert_allclose(targets["nash_1"].sum(1), 1.0, atol=1e-5)
+    br = TrainConfig(num_envs=ENVS, rollout_len=STEPS, total_env_steps=ENVS * STEPS * 2)
+    for p in (0, 1):  # a fresh learner of the other team against population p's snapshots
+        curve = exploitability_curve(
+            learners[1 - p], env, params, (s0, s1)[p].pool, jnp.eye(CAPACITY), br,
+            jax.random.PRNGKey(p), opponent=learners[p], side=1 - p,
+        )  # fmt: skip
+        assert curve.shape == (1, CAPACITY) and np.all(np.abs(curve) <= 0.5)
+        # simple tag: the adversaries win (a tag) or draw, never lose
+        assert np.all(curve >= 0) if p == 1 else np.all(curve <= 0)

@@ -369,17 +369,19 @@ def record_update(config: LeagueConfig, state: LeagueState, learner: Any, runnin
     )  # fmt: skip
 
 
-def members_act(agent: Agent, state: LeagueState, carry: Any, obs: Observation, key: Array,
+def members_act(agent: Agent, pool: Any, learner: Any, carry: Any, obs: Observation, key: Array,
                 hparams: Any, opponent: Array | None, **kwargs) -> tuple[Array, Any]:  # fmt: skip
-    """The actions and carry of each env's opponent: `opponent` `[E]` the pool slot playing
-    each env (-1: the current learner; None: the learner everywhere). Every member and the
-    learner act and each env keeps its opponent's action (exact per-episode opponents under
-    `vmap`, at `K + 1` forward passes)."""
+    """The actions and carry of each env's opponent, `opponent` `[E]` the slot of `pool`
+    (stacked `[K, ...]` states of `agent`) playing each env, -1 for `learner` (None: `learner`
+    everywhere). Every member (and the learner, unless it is None) acts and each env keeps its
+    opponent's action: exact per-episode opponents under `vmap`, at `K + 1` forward passes."""
     if opponent is None:
-        actions, carry, _ = agent.act(state.learner, carry, obs, key, hparams, **kwargs)
+        actions, carry, _ = agent.act(learner, carry, obs, key, hparams, **kwargs)
         return actions, carry
-    K = state.filled.shape[0]
-    states = jax.tree.map(lambda p, x: jnp.concatenate([p, x[None]]), state.pool, state.learner)
+    K = jax.tree.leaves(pool)[0].shape[0]
+    states = pool
+    if learner is not None:
+        states = jax.tree.map(lambda p, x: jnp.concatenate([p, x[None]]), pool, learner)
     acts, carries, _ = jax.vmap(lambda s: agent.act(s, carry, obs, key, hparams, **kwargs))(states)
     which = jnp.where(opponent < 0, K, opponent)  # [E] into [K + 1]
     pick = lambda x: jnp.take_along_axis(  # noqa: E731
@@ -479,8 +481,8 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
             opponent = jnp.where(obs.reset, drawn, opponent)
         actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip
         actions_1, other = members_act(
-            agent, state, other, _seat(obs, theirs), key_1, hparams, opponent if use_pool else None,
-            **kwargs,
+            agent, state.pool, state.learner, other, _seat(obs, theirs), key_1, hparams,
+            opponent if use_pool else None, **kwargs,
         )  # fmt: skip
         shape = (num_envs, env.num_agents, *actions_0.shape[2:])
         rows = jnp.arange(num_envs)[:, None]

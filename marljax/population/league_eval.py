@@ -28,7 +28,7 @@ from flax import struct
 
 from marljax.agents.base import Agent
 from marljax.core.types import Environment, EnvParams
-from marljax.population.league import LeagueConfig, LeagueState, make_league
+from marljax.population.league import LeagueConfig, LeagueState, league_teams, make_league
 from marljax.population.metasolvers import alpharank, get_meta_solver
 from marljax.training import rollout
 from marljax.training.train import TrainConfig, make_train
@@ -217,7 +217,7 @@ def pair_report(win_rate: Array, filled_0: Array, filled_1: Array,
 
 
 def generation_targets(
-    win_rate: Array, age: Array, meta_iterations: int = 1000
+    win_rate: Array, age: Array, meta_iterations: int = 1000, age_1: Array | None = None
 ) -> dict[str, Array]:
     """The policies of each generation of a league: its newest snapshot and its meta-strategy.
 
@@ -229,27 +229,49 @@ def generation_targets(
       age: `[K]` update at which each snapshot was taken (-1: empty slot).
       meta_iterations: iterations of the Nash solver.
 
+      age_1: a two-population league's population-1 ages (`win_rate` then is population 0's
+        snapshots against population 1's, `league_crossplay` of a `TwoLeagueState`).
+
     Returns:
       `{"latest": [K, K], "nash": [K, K], "filled": [K]}`: row `g` of `latest` is one-hot on
       generation `g`'s newest snapshot (what naive self-play outputs), row `g` of `nash` the
       Nash mixture over the snapshots up to generation `g` (PSRO's output); rows past the
-      number of snapshots repeat the last.
+      number of snapshots repeat the last. With `age_1`: `latest_0`, `nash_0`, `latest_1`,
+      `nash_1`, each population's (the Nash of the bimatrix game between the generations up
+      to `g` of both, `pair_report`), and `filled`.
     """
-    age = jnp.asarray(age)
+
+    def ranks(age):
+        age = jnp.asarray(age)
+        num = age.shape[0]
+        order = jnp.argsort(jnp.where(age < 0, jnp.iinfo(jnp.int32).max, age))
+        rank = jnp.zeros((num,), jnp.int32).at[order].set(jnp.arange(num, dtype=jnp.int32))
+        return age, rank, jnp.sum(age >= 0)
+
+    age, rank, count = ranks(age)
     num = age.shape[0]
-    order = jnp.argsort(jnp.where(age < 0, jnp.iinfo(jnp.int32).max, age))
-    count = jnp.sum(age >= 0)
-    rank = jnp.zeros((num,), jnp.int32).at[order].set(jnp.arange(num, dtype=jnp.int32))
+    if age_1 is not None:
+        age_1, rank_1, count_1 = ranks(age_1)
+        count = jnp.minimum(count, count_1)
 
     def row(g):
         g = jnp.minimum(g, count - 1)
         upto = (rank <= g) & (age >= 0)
         latest = (rank == g).astype(jnp.float32)
-        nash = league_report(win_rate, upto, meta_iterations)["nash"]
-        return latest, jnp.where(upto, nash, 0.0)
+        if age_1 is None:
+            nash = league_report(win_rate, upto, meta_iterations)["nash"]
+            return latest, jnp.where(upto, nash, 0.0)
+        upto_1 = (rank_1 <= g) & (age_1 >= 0)
+        report = pair_report(win_rate, upto, upto_1, meta_iterations)
+        return (latest, jnp.where(upto, report["nash_0"], 0.0),
+                (rank_1 == g).astype(jnp.float32), jnp.where(upto_1, report["nash_1"], 0.0))  # fmt: skip
 
-    latest, nash = jax.vmap(row)(jnp.arange(num))
-    return {"latest": latest, "nash": nash, "filled": jnp.arange(num) < count}
+    filled = jnp.arange(num) < count
+    if age_1 is None:
+        latest, nash = jax.vmap(row)(jnp.arange(num))
+        return {"latest": latest, "nash": nash, "filled": filled}
+    names = ("latest_0", "nash_0", "latest_1", "nash_1")
+    return {**dict(zip(names, jax.vmap(row)(jnp.arange(num)), strict=True)), "filled": filled}
 
 
 @struct.dataclass
@@ -269,7 +291,8 @@ class BestResponseHParams:
 
 
 def make_best_response(agent: Agent, env: Environment, pool: Any, num_envs: int,
-                       teams: tuple | None = None) -> Agent:  # fmt: skip
+                       teams: tuple | None = None, opponent: Agent | None = None,
+                       side: int = 0) -> Agent:  # fmt: skip
     """A fresh learner (team 0) trained against a frozen pool (team 1), drawn per episode.
 
     Args:
@@ -279,6 +302,10 @@ def make_best_response(agent: Agent, env: Environment, pool: Any, num_envs: int,
         default hparams' pool, and the shape of any other.
       num_envs: the runner's `num_envs`.
       teams: as for `LeagueConfig.teams`.
+      opponent: the agent whose states `pool` holds, when it is not `agent` (a two-population
+        league: the other population's learner); the learner then plays team `side` and the
+        pool the other (`marljax.population.league_two.make_team_best_response`).
+      side: the learner's team with an `opponent`.
 
     Returns:
       An `Agent` whose hparams are `BestResponseHParams` (default: the learner's defaults,
@@ -287,6 +314,13 @@ def make_best_response(agent: Agent, env: Environment, pool: Any, num_envs: int,
     """
     pool = jax.tree.map(jnp.asarray, pool)
     num = int(jax.tree.leaves(pool)[0].shape[0])
+    if opponent is not None:
+        from marljax.population.league_two import make_team_best_response
+
+        br = make_team_best_response(agent, opponent, env, num_envs, league_teams(
+            env, teams, same_size=False), side)  # fmt: skip
+        return br._replace(default_hparams=lambda: BestResponseHParams(
+            agent.default_hparams(), pool, jnp.full((num,), 1.0 / num)))  # fmt: skip
     config = LeagueConfig(rule="uniform", capacity=num, snapshot_interval=2**30,
                           num_envs=num_envs, teams=teams)  # fmt: skip
     league = make_league(agent, env, config)
@@ -324,6 +358,8 @@ def exploitability_curve(
     hparams: Any = None,
     last_fraction: float = 0.1,
     teams: tuple | None = None,
+    opponent: Agent | None = None,
+    side: int = 0,
 ) -> Array:
     """Approximate exploitability of `G` targets: one best response each, one program.
 
@@ -340,6 +376,8 @@ def exploitability_curve(
       hparams: the learner's hparams (default: its defaults).
       last_fraction: share of the best response's last updates whose win rate is averaged.
       teams: as for `LeagueConfig.teams`.
+      opponent, side: as for `make_best_response` (the pool's agent, when it is not `agent`,
+        and the learner's team).
 
     Returns:
       `[seeds, G]` (or `[R, seeds, G]`): each best response's win rate against its target
@@ -349,7 +387,7 @@ def exploitability_curve(
     weights = jnp.asarray(weights, jnp.float32)
     batched = weights.ndim == 3
     one_pool = jax.tree.map(lambda x: x[0], pool) if batched else pool
-    br = make_best_response(agent, env, one_pool, train.num_envs, teams)
+    br = make_best_response(agent, env, one_pool, train.num_envs, teams, opponent, side)
     trainer = make_train(train, env, br, env_params)
     base = agent.default_hparams() if hparams is None else hparams
     num_targets = weights.shape[-2]

@@ -220,8 +220,8 @@ def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Ag
         opp_first, opp_second = (opponent[:h], opponent[h:]) if pooled else (None, None)
         a0, own_0, info_0 = agents[0].act(s0.learner, own_0, _team_obs(first, team[0]), k0, hparams, **kwargs)  # fmt: skip
         a1, own_1, info_1 = agents[1].act(s1.learner, own_1, _team_obs(second, team[1]), k1, hparams, **kwargs)  # fmt: skip
-        b1, opp_1 = members_act(agents[1], s1, opp_1, _team_obs(first, team[1]), k2, hparams, opp_first, **kwargs)  # fmt: skip
-        b0, opp_0 = members_act(agents[0], s0, opp_0, _team_obs(second, team[0]), k3, hparams, opp_second, **kwargs)  # fmt: skip
+        b1, opp_1 = members_act(agents[1], s1.pool, s1.learner, opp_1, _team_obs(first, team[1]), k2, hparams, opp_first, **kwargs)  # fmt: skip
+        b0, opp_0 = members_act(agents[0], s0.pool, s0.learner, opp_0, _team_obs(second, team[0]), k3, hparams, opp_second, **kwargs)  # fmt: skip
         dtype = a0.dtype
         actions = jnp.zeros((n, env.num_agents, *a0.shape[2:]), dtype)
         actions = actions.at[:h, team[0]].set(a0).at[:h, team[1]].set(b1.astype(dtype))
@@ -293,4 +293,74 @@ def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Ag
     )
 
 
-__all__ = ["TwoLeagueState", "make_two_league", "record_pair"]
+@struct.dataclass
+class ResponderState:
+    """A best response's state: its learner's, and each env's running score."""
+
+    learner: Any
+    running: Array
+
+
+def make_team_best_response(agent: Agent, opponent: Agent, env: Environment, num_envs: int,
+                            teams: tuple, side: int) -> Agent:  # fmt: skip
+    """A fresh `agent` (built for team `side`) trained against a frozen pool of `opponent`'s
+    states on the other team, the member drawn per episode: the best response behind the
+    approximate exploitability of one population of a two-population league.
+
+    Its hparams are `marljax.population.league_eval.BestResponseHParams` (the learner's hparams,
+    also the opponent's when it acts; the pool `[K, ...]`; the mixture `[K]`), its metrics
+    add `league/win_rate`, its win rate against the pool.
+    """
+    mine, theirs = (np.asarray(teams[i], np.int32) for i in (side, 1 - side))
+
+    def init(key, hparams):
+        return ResponderState(agent.init(key, hparams.agent), jnp.zeros((num_envs,)))
+
+    def initial_carry(n):
+        return agent.initial_carry(n), opponent.initial_carry(n), jnp.zeros((n,), jnp.int32)
+
+    def act(state, carry, obs, key, hparams, greedy=False):
+        kwargs = {"greedy": True} if greedy else {}
+        own, other, drawn = carry
+        k_draw, k0, k1 = jax.random.split(key, 3)
+        n = obs.reset.shape[0]
+        new = jax.random.categorical(k_draw, jnp.log(hparams.weights + 1e-30), shape=(n,))
+        drawn = jnp.where(obs.reset, new.astype(jnp.int32), drawn)
+        a, own, info = agent.act(state.learner, own, _team_obs(obs, mine), k0, hparams.agent, **kwargs)  # fmt: skip
+        b, other = members_act(opponent, hparams.pool, None, other, _team_obs(obs, theirs), k1,
+                               hparams.agent, drawn, **kwargs)  # fmt: skip
+        actions = jnp.zeros((n, env.num_agents, *a.shape[2:]), a.dtype)
+        actions = actions.at[:, mine].set(a).at[:, theirs].set(b.astype(a.dtype))
+        return actions, (own, other, drawn), (info, drawn)
+
+    def update(state, traj, hparams, key, axis_name=None):
+        info, drawn = traj.policy_info
+        T, n = traj.reward.shape[:2]
+        idx = jnp.broadcast_to(jnp.asarray(mine), (T, n, len(mine)))
+        kwargs = {} if axis_name is None else {"axis_name": axis_name}
+        learner, metrics = agent.update(
+            state.learner, team_trajectory(traj, idx, info, traj.initial_carry[0]), hparams.agent,
+            key, **kwargs,
+        )  # fmt: skip
+        score = traj.reward[:, :, mine].sum(-1) - traj.reward[:, :, theirs].sum(-1)
+        K = hparams.weights.shape[0]
+        running, _, _, (won, ended) = episode_outcomes(
+            state.running, score, traj.terminated | traj.truncated, drawn, K
+        )
+        metrics = dict(metrics)
+        metrics["league/win_rate"] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
+        return ResponderState(learner, running), metrics
+
+    return agent._replace(
+        init=init, initial_carry=initial_carry, act=act, update=update,
+        get_params=lambda state: agent.get_params(state.learner), rebuild=None,
+    )  # fmt: skip
+
+
+__all__ = [
+    "ResponderState",
+    "TwoLeagueState",
+    "make_team_best_response",
+    "make_two_league",
+    "record_pair",
+]
