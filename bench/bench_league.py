@@ -10,8 +10,11 @@ ways, each one compiled training program (compile timed apart):
 - `league pfsp K`: `make_league` with PFSP over a pool of `K` snapshots (team 1 computed for
   every snapshot and the learner, then selected per env).
 
-Envs: repeated RPS (`matrix/rrps-v0`, 10 rounds; the network dominates the step) and the Coin
-Game (`social/coin_game-v0`; the env weighs more). Ratios are against `self-play`.
+Envs: repeated RPS (`matrix/rrps-v0`, 10 rounds; the network dominates the step), the Coin
+Game (`social/coin_game-v0`; the env weighs more) and MPE simple tag (`particle/simple_tag-v0`,
+three adversaries and a good agent: a two-population league, one learner per team, each on half
+of the envs against the other's snapshots; `self-play` there is plain IPPO of all four agents
+with one shared network). Ratios are against `self-play`.
 
     python bench/bench_league.py                    # 64 envs, 200 updates of 10 steps
     python bench/bench_league.py --quick            # smoke test
@@ -28,10 +31,19 @@ from harness import Options, Result, case, main, marljax_training  # noqa: E402
 
 import marljax  # noqa: E402
 from marljax.agents import algo_spec  # noqa: E402
-from marljax.population.league import LeagueConfig, TeamView, make_league  # noqa: E402
+from marljax.population.league import (  # noqa: E402
+    LeagueConfig,
+    TeamView,
+    league_populations,
+    make_league,
+)
 from marljax.training.train import TrainConfig, make_train  # noqa: E402
 
-ENVS = (("matrix/rrps-v0", {"num_rounds": 10}), ("social/coin_game-v0", {}))
+ENVS = (
+    ("matrix/rrps-v0", {"num_rounds": 10}),
+    ("social/coin_game-v0", {}),
+    ("particle/simple_tag-v0", {}),
+)
 AGENT = {"gru_size": 64, "hidden_sizes": (64,)}
 
 
@@ -54,7 +66,9 @@ def league(opts: Options) -> list[Result]:
         task = f"IPPO {env_id}, {train.num_envs} envs"
         out += marljax_training(make_train(train, env, plain, params), plain.default_hparams(),
                                 task, framework="self-play")  # fmt: skip
-        learner = spec.factory(config, TeamView(env, (0,)), params)
+        populations, teams = league_populations(env, LeagueConfig())
+        learners = tuple(spec.factory(config, TeamView(env, t), params) for t in teams)
+        learner = learners if populations == 2 else learners[0]
         for rule, capacity in (("self", 8), ("pfsp", 4), ("pfsp", 8)):
             lc = LeagueConfig(rule=rule, capacity=capacity, snapshot_interval=10,
                               num_envs=train.num_envs)  # fmt: skip

@@ -86,7 +86,8 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="RULE",
         help="train a league on a two-sided env: the algorithm learns team 0 against its own "
-        "snapshots, drawn per episode by RULE (self, latest, uniform, pfsp, psro); more with "
+        "snapshots (when the teams differ, e.g. MPE simple tag, one learner per team against "
+        "the other's), drawn per episode by RULE (self, latest, uniform, pfsp, psro); more with "
         "--set league.capacity=8 --set league.snapshot_interval=10 (marljax.population.league)",
     )
     p.add_argument(
