@@ -412,6 +412,25 @@ def league_smax_summary(results: str) -> str:
             f"{at('heuristic_team_vs_heuristic_enemy')}")  # fmt: skip
 
 
+def league_tag_table(results: str) -> str:
+    """Two-population leagues on MPE simple tag: cross-play and exploitability by generation."""
+    rows = read_results(os.path.join(results, "league_tag.json"))["rows"]
+    last = max(int(k.split("/")[1]) for k in rows[0]["per_seed"] if k.startswith("tags/"))
+    header = ["rule", "tags: adv. 0 vs good 0", f"adv. {last} vs good 0",
+              f"adv. {last} vs good {last}", f"adv. 0 vs good {last}",
+              "escape vs adv. Nash, gen 0", f"gen {last}", "catch vs good Nash, gen 0",
+              f"gen {last}", "seeds"]  # fmt: skip
+    body = []
+    for row in rows:
+        get = lambda k: _iqm_ci(values(row, k))  # noqa: E731, B023
+        body.append([LEAGUE_RULES[row["rule"]], get("tags/0/0"), get(f"tags/{last}/0"),
+                     get(f"tags/{last}/{last}"), get(f"tags/0/{last}"),
+                     get("adversaries_nash/0"), get(f"adversaries_nash/{last}"),
+                     get("good_nash/0"), get(f"good_nash/{last}"),
+                     str(len(values(row, "tags/0/0")))])  # fmt: skip
+    return markdown_table(header, body)
+
+
 def reproduced_table(results: str) -> str:
     """The README's rows whose numbers come from stored result files."""
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
@@ -511,6 +530,7 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "league-rrps10": league_table(results, 10),
         "league-rrps1": league_table(results, 1),
         "league-smax": league_smax_table(results),
+        "league-tag": league_tag_table(results),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"

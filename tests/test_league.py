@@ -1,7 +1,8 @@
 """Leagues on two-sided Markov games: the pool in jit, the rules, evaluation, CLI and resume.
 
-One tiny league (repeated RPS, 3 rounds, 4 envs, IPPO with a GRU of 8) is trained once through
-`marljax train --league` and shared by the tests that read it.
+One tiny league (repeated RPS, 3 rounds, 4 envs, IPPO with a GRU of 8; two scripted strategies
+as fixed members, a quarter of the episodes) is trained once through `marljax train --league`
+and shared by the tests that read it.
 """
 
 import json
@@ -41,7 +42,7 @@ ARGS = [
     "--set", f"league.snapshot_interval={INTERVAL}", "--set", f"num_envs={ENVS}",
     "--set", f"rollout_len={ROUNDS}", "--steps", str(ENVS * ROUNDS * UPDATES), "--seeds", "2",
     "--set", "gru_size=8", "--set", "hidden_sizes=8", "--set", "chunk_updates=4",
-    "--no-progress",
+    "--opponents", "pool:cycle,random", "--set", "league.fixed_share=0.25", "--no-progress",
 ]  # fmt: skip
 
 
@@ -78,6 +79,10 @@ def test_the_cli_trains_a_league_with_a_pool_filled_on_schedule(league_run):
     rate = result.metrics["league/win_rate"]
     assert rate.shape == (1, 2, UPDATES) and np.all((rate >= 0) & (rate <= 1))
     assert np.all(state.games[0, 0] >= 0) and np.all(state.wins <= state.games + 1e-6)
+    # the fixed members (cycle, random) follow the snapshots in the counts, and were played
+    assert state.games.shape[-1] == CAPACITY + 2 and np.all(state.games[..., CAPACITY:] > 0)
+    fixed = result.metrics["league/fixed_win_rate"]
+    assert fixed.shape == (1, 2, UPDATES) and np.all((fixed >= 0) & (fixed <= 1))
 
 
 def test_a_killed_league_resumes_bitwise(tmp_path, league_run, capsys):
@@ -174,8 +179,9 @@ def test_an_env_that_is_not_two_sided_is_refused():
         league_teams(env, [[0], [0]])
     with pytest.raises(ConfigError, match="two-sided"):
         build(Experiment(algo="ippo", env="particle/simple_spread-v0", league={"rule": "self"}))
-    with pytest.raises(ConfigError, match="exclude each other"):
-        Experiment(algo="ippo", env="matrix/rrps-v0", league={}, opponents="pool:random")
+    with pytest.raises(ConfigError, match="one-agent teams"):
+        build(Experiment(algo="ippo", env="smax/3m-v0", env_kwargs={"enemy": "learned"},
+                         league={}, opponents="pool:random"))  # fmt: skip
 
 
 def test_a_league_built_for_other_num_envs_says_so():
@@ -230,3 +236,43 @@ def test_the_learner_plays_both_sides_unless_told_first():
         assert np.all(np.asarray(opponent) == 0)  # the initial policy is the only member
     with pytest.raises(ConfigError, match="league sides"):
         Experiment(algo="ippo", env="matrix/rrps-v0", league={"sides": "left"})
+
+
+def test_fixed_strategies_play_their_share_of_the_episodes_from_the_last_joint_action():
+    from marljax.agents.base import Observation
+    from marljax.envs.matrix.strategies import get_strategy
+
+    env, params = make("matrix/ipd-v0", num_rounds=4)
+    spec = algo_spec("ippo")
+    learner = spec.factory(spec.config_cls(recurrent=False, hidden_sizes=(8,)), TeamView(env, (0,)), params)  # fmt: skip
+    hp = learner.default_hparams()
+    config = LeagueConfig(rule="self", num_envs=256, fixed_share=0.5, sides="first", capacity=2)
+    fixed = [get_strategy("always_defect"), get_strategy("tit_for_tat")]
+    league = make_league(learner, env, config, fixed=fixed, fixed_weights=[1.0, 3.0])
+    state = league.init(jax.random.PRNGKey(0), hp)
+    keys = jax.random.split(jax.random.PRNGKey(1), 256)
+    env_state, ts = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    carry, reset = league.initial_carry(256), jnp.ones((256,), bool)
+    act = jax.jit(league.act)
+    for t in range(3):
+        obs = Observation(ts.obs, ts.action_mask, ts.global_state, reset)
+        actions, carry, (_, opponent, _) = act(state, carry, obs, jax.random.PRNGKey(2 + t), hp)
+        opp = np.asarray(opponent)
+        if t == 0:
+            prev = None
+            share = np.mean(opp >= 2)
+            assert 0.4 < share < 0.6  # fixed_share of the episodes
+            assert 0.65 < np.mean(opp[opp >= 2] == 3) < 0.85  # tit-for-tat 3 times as often
+            assert set(np.unique(opp)) <= {-1, 2, 3}
+        a = np.asarray(actions)
+        np.testing.assert_array_equal(a[opp == 2, 1], 1)  # always defect
+        tft = opp == 3
+        expect = np.zeros(tft.sum(), int) if prev is None else prev[tft, 0]
+        np.testing.assert_array_equal(a[tft, 1], expect)  # cooperate first, then copy
+        prev = a
+        env_state, ts = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            keys, env_state, actions, params
+        )
+        reset = jnp.zeros((256,), bool)
+    with pytest.raises(ConfigError, match="fixed_weights"):
+        make_league(learner, env, config, fixed=fixed, fixed_weights=[1.0])

@@ -47,6 +47,7 @@ approach to multiagent reinforcement learning", NeurIPS 2017 (PSRO); S. McAleer 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -58,6 +59,7 @@ from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core.config import ConfigError, check_ranges, param
 from marljax.core.types import Environment, EnvParams
 from marljax.core.wrappers import Wrapper
+from marljax.envs.matrix.strategies import Strategy
 from marljax.population.metasolvers import MetaSolverHParams, get_meta_solver
 
 Array = jax.Array
@@ -97,6 +99,8 @@ class LeagueConfig:
         types); 2, one learner per team, each against the other's snapshots
         (`marljax.population.league_two`, for asymmetric games such as predator-prey); 0
         (default): 2 when the teams differ in size or agent types, else 1.
+      fixed_share: share of episodes against the fixed strategies given to `make_league`
+        (`fixed`; from the command line `--opponents pool:...` with `--league`), if any.
     """
 
     rule: str = "pfsp"
@@ -113,6 +117,7 @@ class LeagueConfig:
     sides: str = "both"
     num_envs: int = param(16, lo=1, help="environments per run (the runner's)")
     populations: int = param(0, lo=0, hi=2, help="learners: 1, 2 (one per team), 0 auto")
+    fixed_share: float = param(0.5, lo=0.0, hi=1.0, help="share of episodes against fixed members")
 
 
 @struct.dataclass
@@ -349,7 +354,7 @@ def record_update(config: LeagueConfig, state: LeagueState, learner: Any, runnin
     pool = jax.tree.map(
         lambda p, x: p.at[slot].set(jnp.where(take, x, p[slot])), state.pool, learner
     )
-    p = win_rates(wins, games)
+    p = win_rates(wins, games)[:K]  # the snapshots' (fixed members follow, if any)
     row = jnp.where(state.filled, p, 0.5).at[slot].set(0.5)
     col = jnp.where(state.filled, 1.0 - p, 0.5).at[slot].set(0.5)
     payoffs = jnp.where(
@@ -362,7 +367,7 @@ def record_update(config: LeagueConfig, state: LeagueState, learner: Any, runnin
     age = state.age.at[slot].set(jnp.where(take, updates, state.age[slot]))
     wins = wins.at[slot].set(jnp.where(take, 0.0, wins[slot]))
     games = games.at[slot].set(jnp.where(take, 0.0, games[slot]))
-    weights = opponent_weights(config, filled, newest, wins, games, payoffs)
+    weights = opponent_weights(config, filled, newest, wins[:K], games[:K], payoffs)
     return LeagueState(
         learner=learner, pool=pool, filled=filled, newest=newest, age=age, wins=wins,
         games=games, payoffs=payoffs, weights=weights, running=running, updates=updates,
@@ -406,8 +411,39 @@ def team_trajectory(traj: Trajectory, idx: Array, info: Any, initial_carry: Any)
     )
 
 
+def _fixed_logits(weights: Sequence[float] | None, num: int) -> Array:
+    """Log-probabilities of `num` fixed strategies from relative `weights` (default uniform)."""
+    w = np.ones((num,)) if weights is None else np.asarray([float(x) for x in weights])
+    if w.shape != (num,) or np.any(w < 0) or w.sum() <= 0:
+        raise ConfigError(
+            f"fixed_weights must be {num} non-negative numbers with a positive sum, got "
+            f"{list(weights)}"
+        )
+    return jnp.log(jnp.asarray(w / w.sum(), jnp.float32) + 1e-30)
+
+
+def _fixed_act(fixed: tuple, states: tuple, last: Array, reset: Array, seat: Array, key: Array):
+    """Every fixed strategy's action in every env: `[F, E]` int32 and the new states. `last`
+    `[E, A]` is the previous joint action (-1 at an episode start, where the states restart)."""
+    num_envs = reset.shape[0]
+    last = jnp.where(reset[:, None], -1, last)
+    zeros = jnp.zeros(last.shape, jnp.float32)
+    actions, new = [], []
+    for f, (strategy, state) in enumerate(zip(fixed, states, strict=True)):
+        k_init, k_act = jax.random.split(jax.random.fold_in(key, 1000 + f))
+        fresh = jax.vmap(strategy.init)(jax.random.split(k_init, num_envs))
+        state = jax.tree.map(
+            lambda a, b: jnp.where(reset.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, state
+        )
+        a, state = jax.vmap(strategy.act)(state, last, zeros, seat, jax.random.split(k_act, num_envs))  # fmt: skip
+        actions.append(a)
+        new.append(state)
+    return jnp.stack(actions), tuple(new)
+
+
 def make_league(agent: Agent, env: Environment, config: LeagueConfig,
-                env_params: EnvParams | None = None) -> Agent:  # fmt: skip
+                env_params: EnvParams | None = None, fixed: Sequence[Strategy] = (),
+                fixed_weights: Sequence[float] | None = None) -> Agent:  # fmt: skip
     """The league of `agent` on the two-sided `env` (see the module docstring).
 
     Args:
@@ -417,12 +453,22 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
       env: the two-sided env the league plays.
       config: the league's `LeagueConfig` (its `num_envs` is the runner's).
       env_params: unused (kept for the factories' signature).
+      fixed: scripted strategies (`marljax.envs.matrix.strategies`) that join the pool as fixed
+        members, for one-agent teams of discrete actions (repeated matrix games): an episode's
+        opponent is one of them with probability `config.fixed_share` (drawn by
+        `fixed_weights`, default uniform), otherwise the rule's. They see the last joint
+        action (their last rewards are zeros: a strategy keyed on rewards does not apply).
+        The in-context co-player setting: a learner against a mixed pool of learners (itself,
+        its snapshots) and fixed strategies.
+      fixed_weights: relative weights of the `fixed` strategies.
 
     Returns:
-      An `Agent` for the whole env whose state is a `LeagueState`; `update` trains the learner
-      on its team's steps and maintains the pool. Metrics add `league/win_rate` (the finished
-      episodes' mean outcome for the learner, self-play episodes included; NaN when none
-      ended), `league/members` and `league/entropy` (of the opponent distribution).
+      An `Agent` for the whole env whose state is a `LeagueState` (`wins` and `games` have
+      `K + F` entries, the `F` fixed members last); `update` trains the learner on its team's
+      steps and maintains the pool. Metrics add `league/win_rate` (the finished episodes' mean
+      outcome for the learner, self-play episodes included; NaN when none ended),
+      `league/members` and `league/entropy` (of the opponent distribution); with fixed members
+      `league/fixed_win_rate` (against them, from the decayed counts).
     """
     del env_params
     if not isinstance(agent, Agent):  # a pair of agents (an Agent is a NamedTuple itself)
@@ -439,6 +485,15 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
     seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)  # [2, n]
     K, E = int(config.capacity), int(config.num_envs)
     use_pool = config.rule != "self"
+    fixed = tuple(fixed)
+    F = len(fixed)
+    if F:
+        fixed_logits = _fixed_logits(fixed_weights, F)
+        if len(teams[0]) != 1:
+            raise ConfigError(
+                f"fixed strategies play one-agent teams (repeated matrix games); the teams of "
+                f"{env!r} have {len(teams[0])} agents"
+            )
 
     def init(key: Array, hparams: Any) -> LeagueState:
         learner = agent.init(key, hparams)
@@ -450,8 +505,8 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
             filled=filled,
             newest=jnp.int32(0),
             age=jnp.where(filled, 0, -1).astype(jnp.int32),
-            wins=jnp.zeros((K,)),
-            games=jnp.zeros((K,)),
+            wins=jnp.zeros((K + F,)),
+            games=jnp.zeros((K + F,)),
             payoffs=jnp.full((K, K), 0.5),
             weights=filled.astype(jnp.float32),
             running=jnp.zeros((E,)),
@@ -460,35 +515,55 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
 
     def initial_carry(num_envs: int) -> Any:
         c = agent.initial_carry(num_envs)
-        return c, c, jnp.full((num_envs,), -1, jnp.int32), jnp.zeros((num_envs,), jnp.int32)
+        out = c, c, jnp.full((num_envs,), -1, jnp.int32), jnp.zeros((num_envs,), jnp.int32)
+        if not F:
+            return out
+        key = jax.random.PRNGKey(0)  # replaced at every episode start
+        states = tuple(jax.vmap(f.init)(jax.random.split(key, num_envs)) for f in fixed)
+        return (*out, jnp.full((num_envs, env.num_agents), -1, jnp.int32), states)
 
     def act(state: LeagueState, carry, obs: Observation, key, hparams, greedy=False):
         kwargs = {"greedy": True} if greedy else {}
-        own, other, opponent, side = carry
+        own, other, opponent, side = carry[:4]
         key_draw, key_self, key_0, key_1, key_side = jax.random.split(key, 5)
         num_envs = obs.reset.shape[0]
         if config.sides == "both":
             side = jnp.where(obs.reset, jax.random.bernoulli(key_side, 0.5, (num_envs,)), side)
             side = side.astype(jnp.int32)
         mine, theirs = seats[side], seats[1 - side]  # [E, n] agents of each env's two teams
+        drawn = jnp.full((num_envs,), -1, jnp.int32)
         if use_pool:
             drawn = jax.random.categorical(
                 key_draw, jnp.log(state.weights + 1e-30), shape=(num_envs,)
             ).astype(jnp.int32)
             if config.self_play > 0:
-                mine = jax.random.uniform(key_self, (num_envs,)) < config.self_play
-                drawn = jnp.where(mine, -1, drawn)
+                itself = jax.random.uniform(key_self, (num_envs,)) < config.self_play
+                drawn = jnp.where(itself, -1, drawn)
+        if F:
+            key_pick, key_member = jax.random.split(jax.random.fold_in(key, F))
+            pick = jax.random.uniform(key_pick, (num_envs,)) < config.fixed_share
+            member = jax.random.categorical(key_member, fixed_logits, shape=(num_envs,))
+            drawn = jnp.where(pick, K + member.astype(jnp.int32), drawn)
+        if use_pool or F:
             opponent = jnp.where(obs.reset, drawn, opponent)
         actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip
         actions_1, other = members_act(
             agent, state.pool, state.learner, other, _seat(obs, theirs), key_1, hparams,
-            opponent if use_pool else None, **kwargs,
+            jnp.where(opponent >= K, -1, opponent) if use_pool else None, **kwargs,
         )  # fmt: skip
         shape = (num_envs, env.num_agents, *actions_0.shape[2:])
         rows = jnp.arange(num_envs)[:, None]
+        if F:
+            last, fstates = carry[4:]
+            actions_f, fstates = _fixed_act(fixed, fstates, last, obs.reset, theirs[:, 0], key)
+            chosen = jnp.take_along_axis(actions_f, jnp.clip(opponent - K, 0, F - 1)[None], 0)
+            actions_1 = jnp.where((opponent >= K)[:, None], chosen[0][:, None], actions_1)
         actions = jnp.zeros(shape, actions_0.dtype).at[rows, mine].set(actions_0)
         actions = actions.at[rows, theirs].set(actions_1.astype(actions_0.dtype))
-        return actions, (own, other, opponent, side), (info, opponent, side)
+        carry = (own, other, opponent, side)
+        if F:
+            carry = (*carry, actions.astype(jnp.int32), fstates)
+        return actions, carry, (info, opponent, side)
 
     def update(state: LeagueState, traj: Trajectory, hparams, key, axis_name=None):
         info, opponent, side = traj.policy_info
@@ -498,12 +573,14 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         learner, metrics = agent.update(state.learner, mine, hparams, key, **kwargs)
         score = _gather(traj.reward, idx).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)
         running, new_wins, new_games, (won, ended) = episode_outcomes(
-            state.running, score, traj.terminated | traj.truncated, opponent, K
+            state.running, score, traj.terminated | traj.truncated, opponent, K + F
         )
         new = record_update(config, state, learner, running, new_wins, new_games)
         weights, filled = new.weights, new.filled
         metrics = dict(metrics)
         metrics["league/win_rate"] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
+        if F:  # decayed, as PFSP's estimates (never NaN: 1/2 before any game)
+            metrics["league/fixed_win_rate"] = win_rates(new.wins[K:].sum(), new.games[K:].sum())
         metrics["league/members"] = filled.sum().astype(jnp.float32)
         metrics["league/entropy"] = -jnp.sum(
             jnp.where(weights > 0, weights * jnp.log(jnp.maximum(weights, 1e-30)), 0.0)

@@ -48,7 +48,14 @@ def build(exp: Experiment) -> Built:
     if exp.league_config is not None:  # learners against snapshots of themselves / each other
         from marljax.population.league import make_league
 
-        agent = make_league(league_learners(exp, env, env_params), env, exp.league_config)
+        fixed, weights = (), None
+        if exp.opponents is not None:  # scripted strategies join the pool as fixed members
+            from marljax.population.pool import pool_from_spec
+
+            num_actions = getattr(env.action_space(env_params), "n", 0)
+            fixed, weights = pool_from_spec(exp.opponents, num_actions)
+        learners = league_learners(exp, env, env_params)
+        agent = make_league(learners, env, exp.league_config, fixed=fixed, fixed_weights=weights)
         trainer = make_train(exp.train, env, agent, env_params)
     elif exp.opponents is None:
         agent = algo_spec(exp.algo).factory(exp.agent_config, env, env_params)

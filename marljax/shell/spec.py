@@ -69,7 +69,8 @@ class Experiment:
         written `"pool:NAME[=WEIGHT],..."` (`marljax.population.parse_pool`; names of
         `marljax.envs.matrix.strategies.STRATEGIES`), a member drawn per episode. The env must
         be a two-player repeated matrix game; the algorithm learns agent 0
-        (`marljax.population.make_pool_training`).
+        (`marljax.population.make_pool_training`). With `league`, the pool's strategies join
+        the league's pool as fixed members (`league.fixed_share` of the episodes).
       league: train a league on a two-sided env (`marljax.population.league`): the fields of
         `LeagueConfig` (`{"rule": "pfsp", "capacity": 8, ...}`); the algorithm learns team 0
         against its own snapshots (rule `self`: against itself).
@@ -183,8 +184,6 @@ class Experiment:
                 raise cfg.ConfigError(
                     f"league must be a mapping of name: value, got {self.league!r}"
                 )
-            if self.opponents is not None:
-                raise cfg.ConfigError("league and opponents exclude each other: choose one")
             if self.layout == "envs":
                 raise cfg.ConfigError("a league trains with layout 'runs' (its pool is per run)")
         self._resolve()
