@@ -276,3 +276,29 @@ def test_fixed_strategies_play_their_share_of_the_episodes_from_the_last_joint_a
         reset = jnp.zeros((256,), bool)
     with pytest.raises(ConfigError, match="fixed_weights"):
         make_league(learner, env, config, fixed=fixed, fixed_weights=[1.0])
+
+
+def test_self_play_share_plays_the_learner_on_its_own_seat():
+    """`self_play=1` under a pool rule acts exactly as rule `self` (the learner on both seats)."""
+    from marljax.agents.base import Observation
+
+    env, params = make("matrix/rrps-v0", num_rounds=ROUNDS)
+    spec = algo_spec("ippo")
+    learner = spec.factory(spec.config_cls(recurrent=False, hidden_sizes=(8,)), TeamView(env, (0,)), params)  # fmt: skip
+    hp = learner.default_hparams()
+    keys = jax.random.split(jax.random.PRNGKey(0), 32)
+    state, _ = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    moves = jax.random.randint(jax.random.PRNGKey(1), (32, 2), 0, 3)
+    _, ts = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, moves, params)
+    obs = Observation(ts.obs, ts.action_mask, ts.global_state, jnp.zeros((32,), bool))
+    out = []
+    for config in (LeagueConfig(rule="pfsp", self_play=1.0, num_envs=32, sides="first"),
+                   LeagueConfig(rule="self", num_envs=32, sides="first")):  # fmt: skip
+        league = make_league(learner, env, config)
+        s = league.init(jax.random.PRNGKey(2), hp)
+        carry = league.initial_carry(32)
+        carry = (*carry[:2], jnp.full((32,), -1, jnp.int32), carry[3])
+        actions, _, (_, opponent, _) = league.act(s, carry, obs, jax.random.PRNGKey(3), hp, True)
+        assert np.all(np.asarray(opponent) == -1)
+        out.append(np.asarray(actions))
+    np.testing.assert_array_equal(out[0], out[1])
