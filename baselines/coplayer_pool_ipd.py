@@ -8,11 +8,16 @@ trained seed plays every other seed (greedy) in the two-player game: mutual coop
 3 per round, mutual defection 1. `--mlp` trains a feed-forward policy on the last joint action
 instead (no memory beyond one round), the paper's no-sequence-model control. `--snapshots`
 trains a second generation against the pool plus the first generation's 8 trained seeds as
-frozen co-players (14 members, uniform), and evaluates that generation.
+frozen co-players (14 members, uniform), and evaluates that generation. `--mixed SHARE`
+trains against a mixed pool instead: each episode's co-player is one of the pool's strategies
+with probability SHARE, otherwise the learner itself (a league, `make_league` with rule `self`
+and the strategies as fixed members, the learner's seat drawn per episode), so learners meet
+learners as well as fixed strategies.
 
     python baselines/coplayer_pool_ipd.py                 # 8 seeds, GRU
     python baselines/coplayer_pool_ipd.py --mlp           # 8 seeds, feed-forward
     python baselines/coplayer_pool_ipd.py --snapshots     # + a generation vs pool and snapshots
+    python baselines/coplayer_pool_ipd.py --mixed 0.5     # half learners, half the pool
 """
 
 from __future__ import annotations
@@ -25,12 +30,13 @@ import jax
 import numpy as np
 
 import marljax
-from marljax.agents import PPOConfig, PPOHParams
+from marljax.agents import PPOConfig, PPOHParams, algo_spec
 from marljax.envs.matrix import strategies
 from marljax.envs.matrix.coplayers import ScriptedCoPlayers
 from marljax.evaluation.rollout import evaluate_policy
+from marljax.population.league import LeagueConfig, TeamView, make_league
 from marljax.population.pool import agent_strategy, make_pool_training, pool_crossplay
-from marljax.training.train import TrainConfig
+from marljax.training.train import TrainConfig, make_train
 
 POOL = ("always_cooperate", "always_defect", "tit_for_tat", "grim_trigger")
 POOL += ("win_stay_lose_shift", "random")
@@ -48,6 +54,13 @@ def main() -> None:
         action="store_true",
         help="train a second generation against the pool plus the first generation's seeds",
     )
+    p.add_argument(
+        "--mixed",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="a mixed pool: the pool's strategies in SHARE of the episodes, else the learner",
+    )
     p.add_argument("--json", help="also write the summary as JSON to this path")
     args = p.parse_args()
 
@@ -63,16 +76,25 @@ def main() -> None:
     start = time.perf_counter()
 
     def train_against(pool, key):
-        built = make_pool_training(game, pool, train, "ippo", agent_config, params)
+        """`(agent, its trained states [S, ...], metrics)` of the seeds trained against `pool`."""
         keys = jax.random.split(key, args.seeds)
-        states, metrics = jax.jit(jax.vmap(built.trainer.train, in_axes=(0, None)))(keys, hp)
-        return built, jax.block_until_ready(states.agent_state), metrics
+        if args.mixed is None:
+            built = make_pool_training(game, pool, train, "ippo", agent_config, params)
+            agent, trainer = built.agent, built.trainer
+        else:
+            agent = algo_spec("ippo").factory(agent_config, TeamView(game, (0,)), params)
+            config = LeagueConfig(rule="self", capacity=1, fixed_share=args.mixed,
+                                  num_envs=train.num_envs)  # fmt: skip
+            trainer = make_train(train, game, make_league(agent, game, config, fixed=pool), params)
+        states, metrics = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, hp)
+        states = states.agent_state if args.mixed is None else states.agent_state.learner
+        return agent, jax.block_until_ready(states), metrics
 
-    built, agents, metrics = train_against(pool, jax.random.PRNGKey(0))
+    agent, agents, metrics = train_against(pool, jax.random.PRNGKey(0))
     if args.snapshots:  # the first generation's seeds join the pool as frozen co-players
         seed = [jax.tree.map(lambda x, i=i: x[i], agents) for i in range(args.seeds)]
-        pool = pool + [agent_strategy(game, params, built.agent, s, hp) for s in seed]
-        built, agents, metrics = train_against(pool, jax.random.PRNGKey(1))
+        pool = pool + [agent_strategy(game, params, agent, s, hp) for s in seed]
+        agent, agents, metrics = train_against(pool, jax.random.PRNGKey(1))
     seconds = time.perf_counter() - start
     curve = np.asarray(metrics["episode_return"]).mean(0)
     summary = {"args": vars(args), "train_seconds_incl_compile": seconds, "vs": {}}
@@ -84,9 +106,7 @@ def main() -> None:
     for name in POOL:  # each seed against each pool member alone, greedy, per-round reward
         env = ScriptedCoPlayers(game, {1: strategies.get_strategy(name)})
         run = jax.vmap(
-            lambda s, k, env=env: evaluate_policy(
-                env, params, built.agent, s, hp, k, 16, args.rounds
-            )
+            lambda s, k, env=env: evaluate_policy(env, params, agent, s, hp, k, 16, args.rounds)
         )
         ret = np.asarray(
             jax.jit(run)(agents, jax.random.split(jax.random.PRNGKey(1), args.seeds))[
@@ -100,9 +120,7 @@ def main() -> None:
 
     table = (
         np.asarray(
-            pool_crossplay(
-                game, params, built.agent, agents, hp, jax.random.PRNGKey(2), args.rounds
-            )
+            pool_crossplay(game, params, agent, agents, hp, jax.random.PRNGKey(2), args.rounds)
         ).mean(-1)
         / args.rounds
     )  # [S, S] reward per round, mean of both seats
