@@ -23,7 +23,6 @@ learners as well as fixed strategies.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import jax
@@ -36,6 +35,7 @@ from marljax.envs.matrix.coplayers import ScriptedCoPlayers
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.population.league import LeagueConfig, TeamView, make_league
 from marljax.population.pool import agent_strategy, make_pool_training, pool_crossplay
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig, make_train
 
 POOL = ("always_cooperate", "always_defect", "tit_for_tat", "grim_trigger")
@@ -61,7 +61,7 @@ def main() -> None:
         metavar="SHARE",
         help="a mixed pool: the pool's strategies in SHARE of the episodes, else the learner",
     )
-    p.add_argument("--json", help="also write the summary as JSON to this path")
+    p.add_argument("--results", help="write the per-seed results here (JSON)")
     args = p.parse_args()
 
     game, params = marljax.make("matrix/ipd-v0", num_rounds=args.rounds)
@@ -97,27 +97,20 @@ def main() -> None:
         agent, agents, metrics = train_against(pool, jax.random.PRNGKey(1))
     seconds = time.perf_counter() - start
     curve = np.asarray(metrics["episode_return"]).mean(0)
-    summary = {"args": vars(args), "train_seconds_incl_compile": seconds, "vs": {}}
     print(
         f"trained {args.seeds} seeds in {seconds:.0f} s (incl. compile); training return "
         f"first / last 10 updates {curve[:10].mean():.2f} / {curve[-10:].mean():.2f}"
     )
-
+    per_seed = {}
     for name in POOL:  # each seed against each pool member alone, greedy, per-round reward
         env = ScriptedCoPlayers(game, {1: strategies.get_strategy(name)})
         run = jax.vmap(
             lambda s, k, env=env: evaluate_policy(env, params, agent, s, hp, k, 16, args.rounds)
         )
-        ret = np.asarray(
-            jax.jit(run)(agents, jax.random.split(jax.random.PRNGKey(1), args.seeds))[
-                "episode_return"
-            ]
-        )
-        summary["vs"][name] = float(ret.mean() / args.rounds)
-        print(
-            f"vs {name:<20} reward / round {ret.mean() / args.rounds:.2f} (seeds {np.round(ret / args.rounds, 2)})"
-        )
-
+        keys = jax.random.split(jax.random.PRNGKey(1), args.seeds)
+        ret = np.asarray(jax.jit(run)(agents, keys)["episode_return"]) / args.rounds
+        per_seed[f"vs/{name}"] = ret
+        print(f"vs {name:<20} reward / round {ret.mean():.2f} (seeds {np.round(ret, 2)})")
     table = (
         np.asarray(
             pool_crossplay(game, params, agent, agents, hp, jax.random.PRNGKey(2), args.rounds)
@@ -125,22 +118,29 @@ def main() -> None:
         / args.rounds
     )  # [S, S] reward per round, mean of both seats
     off = ~np.eye(args.seeds, dtype=bool)
-    cross, selfp = table[off], np.diag(table)
-    summary.update(
-        crossplay=float(cross.mean()),
-        selfplay=float(selfp.mean()),
-        crossplay_cooperating=float((cross > 2.5).mean()),
-        table=table.tolist(),
-    )
+    # per seed: its mean against every other seed, and its share of cooperating pairs (>= 2.5)
+    per_seed["crossplay"] = np.where(off, table, 0.0).sum(1) / (args.seeds - 1)
+    per_seed["cooperating_pairs"] = np.where(off, table >= 2.5, False).sum(1) / (args.seeds - 1)
+    per_seed["selfplay"] = np.diag(table)
+    cross = table[off]
     print(
         f"cross-play (different seeds) reward / round {cross.mean():.2f}, pairs >= 2.5: "
-        f"{(cross > 2.5).mean():.0%}; same seed twice {selfp.mean():.2f}; "
+        f"{(cross >= 2.5).mean():.0%}; same seed twice {np.diag(table).mean():.2f}; "
         "mutual cooperation 3, mutual defection 1"
     )
     print(np.round(table, 2))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=2)
+    if args.results:
+        pool_kind = "fixed" if args.mixed is None else f"mixed {args.mixed:g}"
+        config = {"env": "matrix/ipd-v0", "num_rounds": args.rounds, "algo": "ippo",
+                  "policy": "feed-forward 32" if args.mlp else "GRU 32",
+                  "parameter_mode": agent_config.parameter_mode, "lr": args.lr,
+                  "num_envs": train.num_envs, "updates": args.updates, "seeds": args.seeds,
+                  "pool": list(POOL), "pool_kind": pool_kind, "snapshots": args.snapshots,
+                  "eval": "greedy, 16 episodes per strategy and seed; every pair of seeds",
+                  "train_seconds_incl_compile": round(seconds, 1)}  # fmt: skip
+        row = {"policy": config["policy"], "pool": pool_kind, "table": table.tolist(),
+               "per_seed": per_seed}  # fmt: skip
+        write_results(args.results, "baselines/coplayer_pool_ipd.py", config, [row])
 
 
 if __name__ == "__main__":
