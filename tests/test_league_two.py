@@ -163,3 +163,10 @@ def test_each_population_is_exploited_by_a_best_response_of_the_other_team(tag_l
         assert curve.shape == (1, CAPACITY) and np.all(np.abs(curve) <= 0.5)
         # simple tag: the adversaries win (a tag) or draw, never lose
         assert np.all(curve >= 0) if p == 1 else np.all(curve <= 0)
+
+
+def test_eval_plays_the_two_final_learners_against_each_other(tag_league, capsys):
+    _, result = tag_league
+    assert cli.main(["eval", result.run_dir, "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 0: return" in out and "seed 1: return" in out

@@ -7,7 +7,8 @@ and each population keeps its own pool of `K` snapshots of its learner. The runn
 are split in two halves: in the first, learner 0 plays team 0 against an opponent for team 1
 drawn from population 1's pool (or its current learner); in the second, learner 1 plays team 1
 against an opponent drawn from population 0's pool. Each learner trains on its own half only,
-so both seats learn, each against the other's past and present.
+so both seats learn, each against the other's past and present. Greedy acting (the
+evaluations) plays the two current learners against each other in every env.
 
 Every rule of `LeagueConfig` applies per learner against the other population: `self` plays
 the other current learner, `latest` its newest snapshot, `uniform` and `pfsp` draw from its
@@ -138,9 +139,11 @@ def record_pair(config: LeagueConfig, sides: tuple, learners: tuple, running: tu
 
 def _halves(x: Any, h: int, axis: int = 0) -> tuple[Any, Any]:
     """Every leaf of `x` cut at `h` along `axis` (the env axis)."""
+    leaves = jax.tree.leaves(x)
+    if not leaves:  # e.g. a feed-forward agent's empty carry
+        return x, x
     cut = lambda sl: jax.tree.map(lambda y: jax.lax.slice_in_dim(y, *sl, axis=axis), x)  # noqa: E731
-    n = jax.tree.leaves(x)[0].shape[axis]
-    return cut((0, h)), cut((h, n))
+    return cut((0, h)), cut((h, leaves[0].shape[axis]))
 
 
 def _half_trajectory(traj: Trajectory, h: int) -> tuple[Trajectory, Trajectory]:
@@ -210,6 +213,8 @@ def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Ag
         h = n // 2
         s0, s1 = state.sides
         k_a, k_b, k_self, k0, k1, k2, k3 = jax.random.split(key, 7)
+        if greedy or h == 0:  # evaluation: the two current learners against each other
+            return _learners_act(state, carry, obs, (k0, k1), hparams, h, kwargs)
         if pooled:
             draw = lambda k, w, m: jax.random.categorical(k, jnp.log(w + 1e-30), shape=(m,))  # noqa: E731
             drawn = jnp.concatenate([draw(k_a, s0.weights, h), draw(k_b, s1.weights, n - h)])
@@ -229,6 +234,23 @@ def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Ag
             actions.at[h:, team[1]].set(a1.astype(dtype)).at[h:, team[0]].set(b0.astype(dtype))
         )
         return actions, (own_0, opp_1, own_1, opp_0, opponent), (info_0, info_1, opponent)
+
+    def _learners_act(state, carry, obs, keys, hparams, h, kwargs):
+        own_0, opp_1, own_1, opp_0, opponent = carry
+        join = lambda a, b: jax.tree.map(lambda x, y: jnp.concatenate([x, y]), a, b)  # noqa: E731
+        moves, carries, infos = [], [], []
+        for p, c in ((0, join(own_0, opp_0)), (1, join(opp_1, own_1))):
+            s = state.sides[p]
+            a, c, i = agents[p].act(s.learner, c, _team_obs(obs, team[p]), keys[p], hparams, **kwargs)  # fmt: skip
+            moves.append(a)
+            carries.append(_halves(c, h))
+            infos.append(_halves(i, h))
+        (own_0, opp_0), (opp_1, own_1) = carries
+        dtype = moves[0].dtype
+        actions = jnp.zeros((obs.reset.shape[0], env.num_agents, *moves[0].shape[2:]), dtype)
+        actions = actions.at[:, team[0]].set(moves[0]).at[:, team[1]].set(moves[1].astype(dtype))
+        info = (infos[0][0], infos[1][1], opponent)
+        return actions, (own_0, opp_1, own_1, opp_0, opponent), info
 
     def update(state: TwoLeagueState, traj: Trajectory, hparams, key, axis_name=None):
         info_0, info_1, opponent = traj.policy_info
