@@ -18,6 +18,7 @@ learners as well as fixed strategies.
     python baselines/coplayer_pool_ipd.py --mlp           # 8 seeds, feed-forward
     python baselines/coplayer_pool_ipd.py --snapshots     # + a generation vs pool and snapshots
     python baselines/coplayer_pool_ipd.py --mixed 0.5     # half learners, half the pool
+    python baselines/coplayer_pool_ipd.py --mixed 0.5 --pool random_memory_one  # tabular pool
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def main() -> None:
         metavar="SHARE",
         help="a mixed pool: the pool's strategies in SHARE of the episodes, else the learner",
     )
+    p.add_argument(
+        "--pool",
+        default=",".join(POOL),
+        help="the training pool's strategies (marljax.envs.matrix.strategies; default the six "
+        "evaluated against)",
+    )
     p.add_argument("--results", help="write the per-seed results here (JSON)")
     args = p.parse_args()
 
@@ -71,7 +78,8 @@ def main() -> None:
     train = TrainConfig(
         num_envs=32, rollout_len=args.rounds, total_env_steps=32 * args.rounds * args.updates
     )
-    pool = [strategies.get_strategy(name) for name in POOL]
+    names = tuple(args.pool.split(","))
+    pool = [strategies.get_strategy(name) for name in names]
     hp = PPOHParams(lr=args.lr)
     start = time.perf_counter()
 
@@ -102,7 +110,7 @@ def main() -> None:
         f"first / last 10 updates {curve[:10].mean():.2f} / {curve[-10:].mean():.2f}"
     )
     per_seed = {}
-    for name in POOL:  # each seed against each pool member alone, greedy, per-round reward
+    for name in POOL:  # each seed against each named strategy alone, greedy, per-round reward
         env = ScriptedCoPlayers(game, {1: strategies.get_strategy(name)})
         run = jax.vmap(
             lambda s, k, env=env: evaluate_policy(env, params, agent, s, hp, k, 16, args.rounds)
@@ -135,10 +143,11 @@ def main() -> None:
                   "policy": "feed-forward 32" if args.mlp else "GRU 32",
                   "parameter_mode": agent_config.parameter_mode, "lr": args.lr,
                   "num_envs": train.num_envs, "updates": args.updates, "seeds": args.seeds,
-                  "pool": list(POOL), "pool_kind": pool_kind, "snapshots": args.snapshots,
+                  "pool": list(names), "pool_kind": pool_kind, "snapshots": args.snapshots,
                   "eval": "greedy, 16 episodes per strategy and seed; every pair of seeds",
                   "train_seconds_incl_compile": round(seconds, 1)}  # fmt: skip
-        row = {"policy": config["policy"], "pool": pool_kind, "table": table.tolist(),
+        row = {"policy": config["policy"], "pool": pool_kind, "strategies": list(names),
+               "table": table.tolist(),
                "per_seed": per_seed}  # fmt: skip
         write_results(args.results, "baselines/coplayer_pool_ipd.py", config, [row])
 

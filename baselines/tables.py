@@ -431,6 +431,40 @@ def league_tag_table(results: str) -> str:
     return markdown_table(header, body)
 
 
+#: `coplayer_pool_ipd.py`'s result files, in table order
+COPLAYER = ("coplayer_pool_ipd_gru", "coplayer_pool_ipd_mlp", "coplayer_pool_ipd_mixed50_gru",
+            "coplayer_pool_ipd_mixed50_mlp", "coplayer_pool_ipd_m1_gru",
+            "coplayer_pool_ipd_mixed50_m1_gru", "coplayer_pool_ipd_mixed50_m1_mlp")  # fmt: skip
+COPLAYER_VS = (("always_cooperate", "always-C"), ("always_defect", "always-D"),
+               ("tit_for_tat", "TFT"), ("grim_trigger", "grim"), ("win_stay_lose_shift", "WSLS"),
+               ("random", "random"))  # fmt: skip
+
+
+def coplayer_table(results: str) -> str:
+    """Reward per round of the co-player-pool learners against each strategy and each other."""
+    header = ["policy", "co-players in training", *(f"vs {label}" for _, label in COPLAYER_VS),
+              "cross-play, different seeds [95% CI]", "pairs >= 2.5", "same seed twice",
+              "seeds"]  # fmt: skip
+    body = []
+    for name in COPLAYER:
+        path = os.path.join(results, name + ".json")
+        if not os.path.exists(path):
+            continue
+        data = read_results(path)
+        row = data["rows"][0]
+        table = np.asarray(row["table"])
+        off = ~np.eye(len(table), dtype=bool)
+        kind, names = row["pool"], row.get("strategies", [])
+        what = ("a random memory-one policy" if names == ["random_memory_one"]
+                else f"the {len(names)} strategies")  # fmt: skip
+        pool = what if kind == "fixed" else f"itself ({1 - float(kind.split()[1]):.0%}) or {what}"
+        body.append([row["policy"], pool,
+                     *(f"{np.mean(values(row, 'vs/' + n)):.2f}" for n, _ in COPLAYER_VS),
+                     _ci(values(row, "crossplay")), f"{np.mean(table[off] >= 2.5):.0%}",
+                     f"{np.mean(np.diag(table)):.2f}", str(len(table))])  # fmt: skip
+    return markdown_table(header, body)
+
+
 def reproduced_table(results: str) -> str:
     """The README's rows whose numbers come from stored result files."""
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
@@ -531,6 +565,7 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "league-rrps1": league_table(results, 1),
         "league-smax": league_smax_table(results),
         "league-tag": league_tag_table(results),
+        "coplayer-ipd": coplayer_table(results),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"

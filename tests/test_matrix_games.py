@@ -317,7 +317,21 @@ def test_cycle_and_random_and_fixed():
         "win_stay_lose_shift",
         "random",
         "cycle",
+        "random_memory_one",
     }
+
+
+def test_random_memory_one_plays_the_probabilities_drawn_for_its_history():
+    strategy = S.random_memory_one()
+    probs = strategy.init(jax.random.PRNGKey(0))
+    assert probs.shape == (5,) and not np.allclose(probs, strategy.init(jax.random.PRNGKey(1)))
+    keys = jax.random.split(jax.random.PRNGKey(2), 4000)
+    play = jax.jit(jax.vmap(strategy.act, in_axes=(None, None, None, None, 0)))
+    for index, last in enumerate([(-1, -1), (0, 0), (0, 1), (1, 0), (1, 1)]):  # own, other
+        actions, state = play(probs, jnp.array(last), jnp.zeros(2), 0, keys)
+        cooperate = float(np.mean(np.asarray(actions) == 0))
+        assert abs(cooperate - float(probs[index])) < 0.03, (last, cooperate, probs[index])
+    np.testing.assert_array_equal(state[0], probs)  # the drawn policy stays for the episode
 
 
 # --------------------------------------------------------------------------------------------

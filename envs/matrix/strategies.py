@@ -190,6 +190,32 @@ def cycle(num_actions: int) -> Strategy:
     return Strategy(init, act)
 
 
+def random_memory_one() -> Strategy:
+    """A tabular memory-one policy drawn afresh at every episode start (two-action games).
+
+    `init` draws five cooperation probabilities uniformly in `[0, 1]`: for the first round and
+    after each previous joint outcome (own, other) = CC, CD, DC, DD; `act` samples from the
+    one its history selects. A pool of such co-players is the diverse, simple "tabular"
+    opponents of the in-context co-player setting (Weis et al. 2026): each episode meets a new
+    policy that the learner has to identify from the interaction itself.
+
+    Returns:
+      A `Strategy` with state `[5]` float32.
+    """
+
+    def init(key):
+        return jax.random.uniform(key, (5,))
+
+    def act(state, last_actions, last_rewards, me, key):
+        own = last_actions[me]
+        other = jnp.max(jnp.where(_others(last_actions, me), last_actions, -1))
+        index = jnp.where(own < 0, 0, 1 + 2 * jnp.clip(own, 0, 1) + jnp.clip(other, 0, 1))
+        cooperate = jax.random.uniform(key) < state[index]
+        return jnp.where(cooperate, COOPERATE, DEFECT).astype(jnp.int32), state
+
+    return Strategy(init, act)
+
+
 STRATEGIES: dict[str, Callable[[int], Strategy]] = {
     "always_cooperate": lambda num_actions: always_cooperate(),
     "always_defect": lambda num_actions: always_defect(),
@@ -198,6 +224,7 @@ STRATEGIES: dict[str, Callable[[int], Strategy]] = {
     "win_stay_lose_shift": lambda num_actions: win_stay_lose_shift(),
     "random": uniform_random,
     "cycle": cycle,
+    "random_memory_one": lambda num_actions: random_memory_one(),
 }
 """Strategy name -> factory `num_actions -> Strategy`."""
 
