@@ -434,7 +434,8 @@ def league_tag_table(results: str) -> str:
 #: `coplayer_pool_ipd.py`'s result files, in table order
 COPLAYER = ("coplayer_pool_ipd_gru", "coplayer_pool_ipd_mlp", "coplayer_pool_ipd_mixed50_gru",
             "coplayer_pool_ipd_mixed50_mlp", "coplayer_pool_ipd_m1_gru",
-            "coplayer_pool_ipd_mixed50_m1_gru", "coplayer_pool_ipd_mixed50_m1_mlp")  # fmt: skip
+            "coplayer_pool_ipd_mixed50_m1_gru", "coplayer_pool_ipd_mixed50_m1_mlp",
+            "coplayer_pool_ipd_mixed50_gru_6000", "coplayer_pool_ipd_mixed50_m1_gru_6000")  # fmt: skip
 COPLAYER_VS = (("always_cooperate", "always-C"), ("always_defect", "always-D"),
                ("tit_for_tat", "TFT"), ("grim_trigger", "grim"), ("win_stay_lose_shift", "WSLS"),
                ("random", "random"))  # fmt: skip
@@ -442,7 +443,8 @@ COPLAYER_VS = (("always_cooperate", "always-C"), ("always_defect", "always-D"),
 
 def coplayer_table(results: str) -> str:
     """Reward per round of the co-player-pool learners against each strategy and each other."""
-    header = ["policy", "co-players in training", *(f"vs {label}" for _, label in COPLAYER_VS),
+    header = ["policy", "co-players in training", "updates",
+              *(f"vs {label}" for _, label in COPLAYER_VS),
               "cross-play, different seeds [95% CI]", "pairs >= 2.5", "same seed twice",
               "seeds"]  # fmt: skip
     body = []
@@ -454,11 +456,11 @@ def coplayer_table(results: str) -> str:
         row = data["rows"][0]
         table = np.asarray(row["table"])
         off = ~np.eye(len(table), dtype=bool)
-        kind, names = row["pool"], row.get("strategies", [])
+        kind, names = row["pool"], data["config"]["pool"]
         what = ("a random memory-one policy" if names == ["random_memory_one"]
                 else f"the {len(names)} strategies")  # fmt: skip
         pool = what if kind == "fixed" else f"itself ({1 - float(kind.split()[1]):.0%}) or {what}"
-        body.append([row["policy"], pool,
+        body.append([row["policy"], pool, str(data["config"]["updates"]),
                      *(f"{np.mean(values(row, 'vs/' + n)):.2f}" for n, _ in COPLAYER_VS),
                      _ci(values(row, "crossplay")), f"{np.mean(table[off] >= 2.5):.0%}",
                      f"{np.mean(np.diag(table)):.2f}", str(len(table))])  # fmt: skip
@@ -519,6 +521,47 @@ def reproduced_table(results: str) -> str:
                  "baselines/results/league_smax.json` (RUN: `marljax benchmark --tasks smax/3m "
                  "--algos mappo --budget cpu`'s cell)", "shared (one network for a team)",
                  league_smax_summary(results), "Vinyals et al. 2019; Rutherford et al. 2024"])  # fmt: skip
+    tag = read_results(os.path.join(results, "league_tag.json"))
+    by = {r["rule"]: r for r in tag["rows"]}
+    last = max(int(k.split("/")[1]) for k in tag["rows"][0]["per_seed"] if k.startswith("tags/"))
+    at = lambda rule, k: f"{iqm(values(by[rule], k)):.2f}"  # noqa: E731
+    rows.append([
+        "`python baselines/league_tag.py --results baselines/results/league_tag.json`",
+        "shared within each team (one network per team)",
+        f"two-population leagues on MPE simple tag (IPPO, {tag['config']['updates']} updates x "
+        f"{tag['config']['num_envs'] * tag['config']['rollout_len']:,} env steps, "
+        f"{tag['config']['seeds']} seeds per rule): the final adversaries tag the initial good "
+        f"agent {at('self', f'tags/{last}/0')} (self-play) / {at('pfsp', f'tags/{last}/0')} "
+        f"(PFSP) times per episode against the initial adversaries' {at('self', 'tags/0/0')}; a "
+        f"best-responding good agent escapes the adversaries' Nash mixture "
+        f"{at('self', 'adversaries_nash/0')} -> {at('self', f'adversaries_nash/{last}')} "
+        f"(self-play) and -> {at('pfsp', f'adversaries_nash/{last}')} (PFSP) over the "
+        "generations (IQM)",
+        "Lowe et al. 2017; Vinyals et al. 2019",
+    ])  # fmt: skip
+    cp = {}
+    for name in COPLAYER:
+        path = os.path.join(results, name + ".json")
+        if os.path.exists(path):
+            cp[name] = read_results(path)["rows"][0]
+    pairs = lambda n: np.mean(  # noqa: E731
+        np.asarray(cp[n]["table"])[~np.eye(len(cp[n]["table"]), dtype=bool)] >= 2.5
+    )
+    cross = lambda n: f"{np.mean(values(cp[n], 'crossplay')):.2f}"  # noqa: E731
+    rows.append([
+        "`python baselines/coplayer_pool_ipd.py --mixed 0.5 --results "
+        "baselines/results/coplayer_pool_ipd_mixed50_gru.json` (and the other pools, "
+        "docs/population.md)",
+        "one learner (IPPO, GRU 32)",
+        f"in-context co-player inference, 10-round IPD, 8 seeds: trained against the six "
+        f"named strategies, seeds cross-play at {cross('coplayer_pool_ipd_gru')} per round "
+        f"({pairs('coplayer_pool_ipd_gru'):.0%} of pairs cooperate); against a mixed pool "
+        f"(itself half the time) {cross('coplayer_pool_ipd_mixed50_gru')} "
+        f"({pairs('coplayer_pool_ipd_mixed50_gru'):.0%}); with random memory-one co-players, "
+        f"mixed or not, {cross('coplayer_pool_ipd_mixed50_m1_gru')}: **not reproduced** at "
+        "this budget (mutual cooperation 3, defection 1)",
+        "Weis et al. 2026",
+    ])  # fmt: skip
     qdata, q = qtran_rows(results)
     rows.append([
         "`python baselines/qtran_nonmonotonic.py --results "
