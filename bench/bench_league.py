@@ -17,6 +17,7 @@ of the envs against the other's snapshots; `self-play` there is plain IPPO of al
 with one shared network). Ratios are against `self-play`.
 
     python bench/bench_league.py                    # 64 envs, 200 updates of 10 steps
+    python bench/bench_league.py --cases league-two # simple tag only
     python bench/bench_league.py --quick            # smoke test
 """
 
@@ -57,10 +58,9 @@ def _setup(opts: Options, env_id: str, kwargs: dict):
     return env, params, spec, config, train
 
 
-@case("league")
-def league(opts: Options) -> list[Result]:
+def _league_rows(opts: Options, envs) -> list[Result]:
     out = []
-    for env_id, kwargs in ENVS:
+    for env_id, kwargs in envs:
         env, params, spec, config, train = _setup(opts, env_id, kwargs)
         plain = spec.factory(config, env, params)
         task = f"IPPO {env_id}, {train.num_envs} envs"
@@ -79,5 +79,18 @@ def league(opts: Options) -> list[Result]:
     return out
 
 
+@case("league")
+def league(opts: Options) -> list[Result]:
+    """One learner against its snapshots: repeated RPS and the Coin Game."""
+    return _league_rows(opts, ENVS[:2])
+
+
+@case("league-two")
+def league_two(opts: Options) -> list[Result]:
+    """One learner per team (two populations): MPE simple tag."""
+    return _league_rows(opts, ENVS[2:])
+
+
 if __name__ == "__main__":
-    main(["league"], __doc__.splitlines()[0], baseline="self-play", repeats=1, first_call=False)
+    main(["league", "league-two"], __doc__.splitlines()[0], baseline="self-play", repeats=1,
+         first_call=False)  # fmt: skip
