@@ -34,6 +34,13 @@ Team 1's actions are computed for every pool member and the current learner, the
 env (exact per-episode opponents under `vmap`); a league step therefore costs `K + 1` forward
 passes of team 1 where self-play costs one (`bench/bench_league.py` measures it).
 
+Scripted strategies (`marljax.envs.matrix.strategies`, given as `make_league(..., fixed=...)`)
+can join the pool as fixed members on games of one-agent teams: `LeagueConfig.fixed_share` of
+the episodes meet one of them (the in-context co-player setting: learners against a mixed pool
+of learners and fixed strategies). A game whose two teams differ (MPE simple tag) trains one
+learner per team instead, each against the other's snapshots: `make_league((agent_0, agent_1),
+...)`, `marljax.population.league_two`.
+
 Evaluation of a finished league (`marljax.population.league_eval`): the cross-play matrix between
 the snapshots, Elo ratings and Nash / alpha-rank over it, and approximate exploitability (a best
 response trained against a snapshot or a meta-strategy).
