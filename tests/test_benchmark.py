@@ -229,3 +229,33 @@ def test_published_tables_are_generated_from_the_stored_results():
         assert any(
             name["name"] in runner.read_state(os.path.join(stored, d))["cells"] for d in dirs
         )
+
+
+def test_a_replay_capped_at_what_the_budget_collects_learns_the_same():
+    """`experiment_kwargs` caps a Q-learner's replay at the budget's sequences: bitwise the
+    same run as with the source's larger buffer (uniform sampling over the stored sequences)."""
+    import dataclasses
+
+    from marljax.benchmarks.suite import CELLS, experiment_kwargs
+    from marljax.shell.experiment import Experiment, run_experiment
+
+    rware = CELLS["rware/tiny-2ag:qmix"]
+    assert experiment_kwargs(rware, rware.cpu_budget)["agent"]["buffer_size"] == 1000  # 500k / 500
+    assert experiment_kwargs(rware, rware.budget)["agent"]["buffer_size"] == 5000
+    steps, length = 4 * 5 * 12, 5  # 12 updates of 4 envs x 5 steps: 48 sequences
+    cell = dataclasses.replace(
+        CELLS["lbf/8x8-2p-2f-coop:vdn"], task="lbf/8x8-2p-2f-coop",
+        agent={"buffer_size": 500, "sequence_len": length, "batch_size": 8, "hidden_sizes": (8,),
+               "gru_size": 8, "learning_starts": 40},
+        train={"num_envs": 4, "rollout_len": length},
+    )  # fmt: skip
+    capped = experiment_kwargs(cell, steps)
+    assert capped["agent"]["buffer_size"] == steps // length
+    metrics = []
+    for kwargs in (capped, {**capped, "agent": cell.agent}):
+        exp = Experiment(seeds=1, checkpoint=False, **kwargs)
+        metrics.append(run_experiment(exp, progress=False).metrics)
+    assert np.all(np.isfinite(metrics[0]["loss"]))
+    for k, v in metrics[0].items():
+        if k != "buffer_size":
+            np.testing.assert_array_equal(v, metrics[1][k], err_msg=k)

@@ -332,15 +332,38 @@ def cell(task_name: str, algo: str) -> Cell:
     )
 
 
+def _replay_fits_the_budget(c: Cell, steps: int) -> dict[str, Any]:
+    """The cell's agent overrides with a replay capacity of at most the sequences `steps` env
+    steps collect (`steps / sequence_len`, the rollouts cut into sequences without overlap): a
+    buffer that never fills to its capacity samples exactly as a larger one (uniform over the
+    stored sequences), so the results are the same, and a CPU budget's cell of EPyMARL's
+    5000-episode buffer of 500-step RWARE episodes fits in memory."""
+    from marljax.agents import algo_spec, preset
+
+    spec = algo_spec(c.algo)
+    agent = {**spec.config_defaults, **(preset(c.algo, c.preset).config if c.preset else {}),
+             **c.agent}  # fmt: skip
+    fields = {f.name for f in dataclasses.fields(spec.config_cls)}
+    if "buffer_size" not in fields or "sequence_len" not in fields:
+        return dict(c.agent)
+    default = spec.config_cls()
+    size = int(agent.get("buffer_size", default.buffer_size))
+    length = int(agent.get("sequence_len", default.sequence_len))
+    batch = int(agent.get("batch_size", default.batch_size))
+    need = max(-(-int(steps) // length), batch)
+    return {**c.agent, "buffer_size": min(size, need)} if need < size else dict(c.agent)
+
+
 def experiment_kwargs(c: Cell, steps: int) -> dict[str, Any]:
-    """The `marljax.shell.experiment.Experiment` fields of a cell trained for `steps` env steps."""
+    """The `marljax.shell.experiment.Experiment` fields of a cell trained for `steps` env steps
+    (its replay capacity capped at what the budget collects, `_replay_fits_the_budget`)."""
     t = TASKS[c.task]
     return dict(
         algo=c.algo,
         env=t.env,
         env_kwargs=dict(t.env_kwargs),
         preset=c.preset,
-        agent=dict(c.agent),
+        agent=_replay_fits_the_budget(c, steps),
         hparams=dict(c.hparams),
         train={**c.train, "total_env_steps": int(steps)},
         metric=t.metric,
