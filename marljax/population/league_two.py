@@ -39,7 +39,7 @@ from flax import struct
 from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core.config import ConfigError
 from marljax.core.types import Environment
-from marljax.population.league import (
+from marljax.population.league_parts import (
     LeagueConfig,
     LeagueState,
     episode_outcomes,
