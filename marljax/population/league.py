@@ -64,21 +64,22 @@ from marljax.agents.base import Agent, Observation, Trajectory
 from marljax.core.config import ConfigError
 from marljax.core.types import Environment, EnvParams
 from marljax.envs.matrix.strategies import Strategy
+from marljax.population import league_parts
 from marljax.population.league_parts import (
-    PFSP_WEIGHTINGS,
-    RULES,
-    SIDES,
+    PFSP_WEIGHTINGS,  # noqa: F401 (re-exported)
+    RULES,  # noqa: F401 (re-exported)
+    SIDES,  # noqa: F401 (re-exported)
     LeagueConfig,
     LeagueState,
-    TeamView,
+    TeamView,  # noqa: F401 (re-exported)
     _gather,
     _seat,
     episode_outcomes,
-    league_populations,
+    league_populations,  # noqa: F401 (re-exported)
     league_teams,
     members_act,
-    opponent_weights,
-    pfsp_weights,
+    opponent_weights,  # noqa: F401 (re-exported)
+    pfsp_weights,  # noqa: F401 (re-exported)
     record_update,
     team_trajectory,
     validate_league,
@@ -283,22 +284,4 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
     )
 
 
-__all__ = [
-    "PFSP_WEIGHTINGS",
-    "RULES",
-    "SIDES",
-    "LeagueConfig",
-    "LeagueState",
-    "TeamView",
-    "league_populations",
-    "league_teams",
-    "members_act",
-    "team_trajectory",
-    "episode_outcomes",
-    "make_league",
-    "opponent_weights",
-    "pfsp_weights",
-    "record_update",
-    "validate_league",
-    "win_rates",
-]
+__all__ = [*league_parts.__all__, "make_league"]

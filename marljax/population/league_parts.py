@@ -128,15 +128,6 @@ class TeamView(Wrapper):
     def step(self, key, state, actions, params):  # pragma: no cover
         raise NotImplementedError("TeamView builds a team's agent; it does not run")
 
-    def observation_space(self, params):
-        return self._env.observation_space(params)
-
-    def action_space(self, params):
-        return self._env.action_space(params)
-
-    def global_state_space(self, params):
-        return self._env.global_state_space(params)
-
 
 def league_teams(env: Environment, teams: tuple | None = None,
                  same_size: bool = True) -> tuple[tuple[int, ...], ...]:  # fmt: skip
