@@ -42,7 +42,8 @@ ARGS = [
     "--set", f"league.snapshot_interval={INTERVAL}", "--set", f"num_envs={ENVS}",
     "--set", f"rollout_len={ROUNDS}", "--steps", str(ENVS * ROUNDS * UPDATES), "--seeds", "2",
     "--set", "gru_size=8", "--set", "hidden_sizes=8", "--set", "chunk_updates=4",
-    "--opponents", "pool:cycle,random", "--set", "league.fixed_share=0.25", "--no-progress",
+    "--opponents", "pool:cycle,random", "--set", "league.fixed_share=0.25",
+    "--set", "league.exploit_updates=1", "--no-progress",
 ]  # fmt: skip
 
 
@@ -64,6 +65,10 @@ def test_the_cli_trains_a_league_with_a_pool_filled_on_schedule(league_run):
     assert np.shape(report["win_rate"]) == (1, 2, CAPACITY, CAPACITY)
     assert np.shape(report["elo"]) == (1, 2, CAPACITY) and report["age"][0][0] == [6, 8, 4]
     assert os.path.exists(os.path.join(result.run_dir, "league_crossplay.png"))
+    for kind in ("latest", "nash"):  # a best response per generation and run (exploit_updates)
+        curve = np.asarray(report["exploitability"][kind])
+        assert curve.shape == (1, 2, CAPACITY) and np.all(np.abs(curve) <= 0.5)
+    assert os.path.exists(os.path.join(result.run_dir, "league_exploitability.png"))
     assert exp.league_config.rule == "pfsp" and exp.league_config.num_envs == ENVS
     state = result.state.agent_state
     # slot 0: the initial policy; then a snapshot every INTERVAL updates into a ring of 3

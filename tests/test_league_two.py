@@ -26,7 +26,7 @@ ARGS = [
     "--set", f"num_envs={ENVS}", "--set", f"rollout_len={STEPS}",
     "--steps", str(ENVS * STEPS * UPDATES), "--seeds", "2", "--set", "recurrent=false",
     "--set", "hidden_sizes=8", "--set", "chunk_updates=2", "--set", "num_minibatches=2",
-    "--no-progress",
+    "--set", "league.exploit_updates=1", "--no-progress",
 ]  # fmt: skip
 
 
@@ -77,6 +77,12 @@ def test_the_run_directory_holds_the_bimatrix_between_the_populations(tag_league
     assert np.all(np.asarray(report["value_0"]) <= win.max(axis=(-1, -2)) + 1e-6)
     assert report["age"][0][0] == [4, 3] and report["age_1"][0][0] == [4, 3]
     assert os.path.exists(os.path.join(result.run_dir, "league_crossplay.png"))
+    # each population's generations against a best response of the other team: the
+    # adversaries (population 0) never lose, so the good agent's responder scores <= 0
+    ex0, ex1 = (np.asarray(report[f"exploitability_{p}"]["nash"]) for p in (0, 1))
+    assert ex0.shape == ex1.shape == (1, 2, CAPACITY)
+    assert np.all(ex0 <= 0) and np.all(ex1 >= 0)
+    assert os.path.exists(os.path.join(result.run_dir, "league_exploitability.png"))
 
 
 def test_a_killed_two_population_league_resumes_bitwise(tmp_path, tag_league):

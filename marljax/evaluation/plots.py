@@ -211,15 +211,17 @@ def plot_sample_efficiency(
     path: PathLike,
     ylabel: str = "IQM return",
     title: str = "",
+    xlabel: str = "environment steps",
 ) -> Path:
     """Aggregate learning curves with pointwise confidence bands.
 
     Args:
       curves: `{algorithm: Interval of [T]}` or one `Interval` (`stats.sample_efficiency_curves`).
-      steps: `[T]` environment steps.
+      steps: `[T]` environment steps (or any other x, named by `xlabel`).
       path: output PNG.
       ylabel: axis label.
       title: figure title.
+      xlabel: x-axis label.
 
     Returns:
       The written path.
@@ -231,6 +233,7 @@ def plot_sample_efficiency(
     _draw_curves(ax, curves, {a: np.asarray(steps) for a in curves})
     if len(curves) > 1 or next(iter(curves), ""):
         _legend_outside(fig, ax.get_legend_handles_labels())
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     return _save(fig, path)

@@ -60,6 +60,9 @@ class LeagueConfig:
         (default): 2 when the teams differ in size or agent types, else 1.
       fixed_share: share of episodes against the fixed strategies given to `make_league`
         (`fixed`; from the command line `--opponents pool:...` with `--league`), if any.
+      exploit_updates: after training, the run directory's approximate exploitability curve:
+        a fresh learner trained this many updates (the run's envs and rollout length) against
+        each generation's newest snapshot and Nash mixture (0: no curve; training unchanged).
     """
 
     rule: str = "pfsp"
@@ -76,6 +79,7 @@ class LeagueConfig:
     sides: str = "both"
     num_envs: int = param(16, lo=1, help="environments per run (the runner's)")
     populations: int = param(0, lo=0, hi=2, help="learners: 1, 2 (one per team), 0 auto")
+    exploit_updates: int = param(0, lo=0, help="best-response updates per generation (0: none)")
     fixed_share: float = param(0.5, lo=0.0, hi=1.0, help="share of episodes against fixed members")
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from marljax.core.registry import env_references
-from marljax.evaluation import plots, results
+from marljax.evaluation import plots, results, stats
 from marljax.shell.build import Built
 from marljax.training.rollout import score_label, task_metric_names
 
@@ -121,6 +121,8 @@ def write_league(run_dir: str, built: Built, league_state: Any, num_envs: int = 
         "finished": np.asarray(out["finished"]).tolist(),
         **{k: np.asarray(v).tolist() for k, v in report.items()},
     }
+    if exp.league_config.exploit_updates:
+        data.update(_league_exploitability(run_dir, built, league_state, learner, teams, win, two))
     results.write_json(os.path.join(run_dir, "league.json"), data)
     order, labels = [], []
     for ages in (np.asarray(rows)[0, 0], np.asarray(cols)[0, 0]):
@@ -134,6 +136,71 @@ def write_league(run_dir: str, built: Built, league_state: Any, num_envs: int = 
             title=f"{exp.algo} league: {what} (update taken)",
             value_label="win rate of the row snapshot",
         )  # fmt: skip
+
+
+def _league_exploitability(run_dir: str, built: Built, league_state: Any, learner: Any,
+                           teams: tuple, win: np.ndarray, two: bool) -> dict[str, Any]:  # fmt: skip
+    """Approximate exploitability of every run's generations (`exploitability_curve`, one
+    program per population): a fresh learner trained `league.exploit_updates` updates against
+    each generation's newest snapshot and its Nash mixture. Drawn as
+    `league_exploitability.png` (mean over the runs and their range); returned for league.json
+    as `{"exploitability[_p]": {"latest": [G, S, K], "nash": [G, S, K]}}`, the responder's win
+    rate minus 1/2."""
+    import jax
+    import jax.numpy as jnp
+
+    from marljax.population.league_eval import exploitability_curve, generation_targets
+    from marljax.training.train import TrainConfig
+
+    exp = built.exp
+    t = exp.train
+    br = TrainConfig(num_envs=t.num_envs, rollout_len=t.rollout_len,
+                     total_env_steps=t.num_envs * t.rollout_len * exp.league_config.exploit_updates)  # fmt: skip
+    runs = win.shape[:2]
+    flat = lambda x: jnp.reshape(x, (-1, *jnp.shape(x)[2:]))  # noqa: E731  [G, S, ...] -> [R, ...]
+    out, curves = {}, {}
+    for p in (0, 1) if two else (None,):
+        if two:
+            ages = [np.asarray(s.age) for s in league_state.sides]
+            targets = jax.vmap(lambda w, a, b: generation_targets(w, a, age_1=b))(
+                flat(win), flat(ages[0]), flat(ages[1])
+            )
+            latest, nash = targets[f"latest_{p}"], targets[f"nash_{p}"]
+            pool = jax.tree.map(flat, league_state.sides[p].pool)
+            kwargs = dict(opponent=learner[p], side=1 - p)
+            agent = learner[1 - p]
+        else:
+            targets = jax.vmap(generation_targets)(flat(win), flat(league_state.age))
+            latest, nash = targets["latest"], targets["nash"]
+            pool = jax.tree.map(flat, league_state.pool)
+            kwargs, agent = {}, learner
+        K = latest.shape[-1]
+        c = exploitability_curve(
+            agent,
+            built.env,
+            built.env_params,
+            pool,
+            jnp.concatenate([latest, nash], axis=1),
+            br,
+            jax.random.PRNGKey(1),
+            hparams=exp.base_hparams,
+            teams=teams,
+            **kwargs,
+        )[:, 0]  # fmt: skip  [R, 2K]
+        c = np.asarray(c).reshape(*runs, 2 * K)
+        name = "exploitability" if p is None else f"exploitability_{p}"
+        out[name] = {"latest": c[..., :K].tolist(), "nash": c[..., K:].tolist()}
+        for kind, x in (("newest snapshot", c[..., :K]), ("Nash mixture", c[..., K:])):
+            x = x.reshape(-1, K)
+            label = kind if p is None else f"population {p}, {kind}"
+            curves[label] = stats.Interval(x.mean(0), x.min(0), x.max(0))
+    with contextlib.suppress(ImportError):  # matplotlib is an optional extra
+        plots.plot_sample_efficiency(
+            curves, np.arange(K), os.path.join(run_dir, "league_exploitability.png"),
+            ylabel="best response's win rate - 1/2", xlabel="generation",
+            title=f"{exp.algo} league: exploitability (mean, runs' range)",
+        )  # fmt: skip
+    return out
 
 
 def export_marl_eval(run_dirs: list[str], out_dir: str, points: int = 20) -> list[str]:
