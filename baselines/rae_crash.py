@@ -19,14 +19,13 @@ probability `P(crash) = x[crash] * y[crash]` and the expected payoff (mean of bo
 the true game. The ratio `P_baseline / P_rae` (best baseline: the non-RAE solver with the lowest
 mean crash probability) has a stratified-bootstrap 95% CI over seeds.
 
-    python baselines/rae_crash.py                # about a minute on a 2-core CPU
-    python baselines/rae_crash.py --symmetric    # one population shared by both drivers
+    python baselines/rae_crash.py --results baselines/results/rae_crash.json
+    python baselines/rae_crash.py --symmetric --results baselines/results/rae_crash_symmetric.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +35,7 @@ import marljax.envs  # noqa: F401
 from marljax.envs.matrix import MatrixGame, symmetric
 from marljax.evaluation.stats import interval_estimate
 from marljax.population import META_SOLVERS, MetaSolverHParams, PSROConfig, PSROHParams, make_psro
+from marljax.shell.result_files import write_results
 
 #: name -> (row player's payoff table, the action whose joint play is a crash)
 GAMES = {
@@ -65,11 +65,11 @@ def main() -> None:
         action="store_true",
         help="one population shared by both drivers (PSROConfig.symmetric)",
     )
-    p.add_argument("--json", help="also write every seed's crash probability and payoff")
+    p.add_argument("--results", help="write every seed's crash probability and payoff (JSON)")
     args = p.parse_args()
 
     keys = jax.random.split(jax.random.PRNGKey(0), args.seeds)
-    record = {}
+    rows = []
     for game, (row, crash) in GAMES.items():
         payoffs = symmetric(row)
         env = MatrixGame(payoffs, name=game)
@@ -120,6 +120,7 @@ def main() -> None:
             print(f"| {name} | " + " | ".join(cells) + " |")
         baselines = [n for n in results if not n.startswith("rae")]
         best = min(baselines, key=lambda n: crash_prob[n].mean())
+        ratios = {}
         for name in (n for n in results if n.startswith("rae")):
             ci = interval_estimate(
                 jax.random.PRNGKey(2),
@@ -127,18 +128,25 @@ def main() -> None:
                 jnp.asarray(crash_prob[best])[:, None],
                 jnp.asarray(crash_prob[name])[:, None],
             )
+            ratios[name] = [float(ci.point), float(ci.low), float(ci.high)]
             given_up = payoff[best].mean() - payoff[name].mean()
             print(
                 f"  {name}: P(crash) of the best baseline ({best}) / P(crash) of {name} = "
                 f"{float(ci.point):.2f} [95% CI {float(ci.low):.2f}, {float(ci.high):.2f}]; "
                 f"payoff given up {given_up:.3f}"
             )
-        record[game] = {
-            n: {"crash": crash_prob[n].tolist(), "payoff": payoff[n].tolist()} for n in results
-        }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "games": record}, f, indent=1)
+        for name in results:  # the ratio's CI is a two-sample bootstrap, kept with the rows
+            rows.append({"game": game, "solver": name, "best_baseline": best,
+                         "ratio_to_best_baseline": ratios.get(name),
+                         "per_seed": {"crash": crash_prob[name], "payoff": payoff[name]}})  # fmt: skip
+    if args.results:
+        config = {"games": {g: {"row_payoffs": r, "crash_action": c} for g, (r, c) in GAMES.items()},
+                  "seeds": args.seeds, "population": args.population, "best_response": "pg",
+                  "meta_solvers": sorted(META_SOLVERS), "risk_aversion": list(RISK_AVERSION),
+                  "populations": "one shared" if args.symmetric else "one per driver",
+                  "parameter_mode": "one shared population" if args.symmetric
+                  else "one population per driver"}  # fmt: skip
+        write_results(args.results, "baselines/rae_crash.py", config, rows)
 
 
 if __name__ == "__main__":
