@@ -74,6 +74,7 @@ from marljax.population.league_parts import (
     TeamView,  # noqa: F401 (re-exported)
     _gather,
     _seat,
+    draw_opponents,
     episode_outcomes,
     league_populations,  # noqa: F401 (re-exported)
     league_teams,
@@ -89,15 +90,15 @@ from marljax.population.league_parts import (
 Array = jax.Array
 
 
-def _fixed_logits(weights: Sequence[float] | None, num: int) -> Array:
-    """Log-probabilities of `num` fixed strategies from relative `weights` (default uniform)."""
+def _fixed_probs(weights: Sequence[float] | None, num: int) -> Array:
+    """Probabilities of `num` fixed strategies from relative `weights` (default uniform)."""
     w = np.ones((num,)) if weights is None else np.asarray([float(x) for x in weights])
     if w.shape != (num,) or np.any(w < 0) or w.sum() <= 0:
         raise ConfigError(
             f"fixed_weights must be {num} non-negative numbers with a positive sum, got "
             f"{list(weights)}"
         )
-    return jnp.log(jnp.asarray(w / w.sum(), jnp.float32) + 1e-30)
+    return jnp.asarray(w / w.sum(), jnp.float32)
 
 
 def _fixed_act(fixed: tuple, states: tuple, last: Array, reset: Array, seat: Array, key: Array):
@@ -166,7 +167,7 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
     fixed = tuple(fixed)
     F = len(fixed)
     if F:
-        fixed_logits = _fixed_logits(fixed_weights, F)
+        fixed_probs = _fixed_probs(fixed_weights, F)
         if len(teams[0]) != 1:
             raise ConfigError(
                 f"fixed strategies play one-agent teams (repeated matrix games); the teams of "
@@ -211,17 +212,12 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         mine, theirs = seats[side], seats[1 - side]  # [E, n] agents of each env's two teams
         drawn = jnp.full((num_envs,), -1, jnp.int32)
         if use_pool:
-            drawn = jax.random.categorical(
-                key_draw, jnp.log(state.weights + 1e-30), shape=(num_envs,)
-            ).astype(jnp.int32)
-            if config.self_play > 0:
-                itself = jax.random.uniform(key_self, (num_envs,)) < config.self_play
-                drawn = jnp.where(itself, -1, drawn)
-        if F:
+            drawn = draw_opponents(key_draw, state.weights, num_envs, config.self_play, key_self)
+        if F:  # a fixed member (slots K ..) in fixed_share of the episodes
             key_pick, key_member = jax.random.split(jax.random.fold_in(key, F))
             pick = jax.random.uniform(key_pick, (num_envs,)) < config.fixed_share
-            member = jax.random.categorical(key_member, fixed_logits, shape=(num_envs,))
-            drawn = jnp.where(pick, K + member.astype(jnp.int32), drawn)
+            member = draw_opponents(key_member, fixed_probs, num_envs)
+            drawn = jnp.where(pick, K + member, drawn)
         if use_pool or F:
             opponent = jnp.where(obs.reset, drawn, opponent)
         actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip

@@ -293,6 +293,16 @@ def opponent_weights(config: LeagueConfig, filled: Array, newest: Array, wins: A
     return (1.0 - config.explore) * sigma + config.explore * uniform
 
 
+def draw_opponents(key: Array, weights: Array, num: int, self_play: float = 0.0,
+                   key_self: Array | None = None) -> Array:  # fmt: skip
+    """`[num]` int32 pool slots drawn from the opponent distribution `weights` `[K]`, each set
+    to -1 (the current learner) with probability `self_play`."""
+    drawn = jax.random.categorical(key, jnp.log(weights + 1e-30), shape=(num,)).astype(jnp.int32)
+    if self_play > 0:
+        drawn = jnp.where(jax.random.uniform(key_self, (num,)) < self_play, -1, drawn)
+    return drawn
+
+
 def record_update(config: LeagueConfig, state: LeagueState, learner: Any, running: Array,
                   new_wins: Array, new_games: Array) -> LeagueState:  # fmt: skip
     """The league after one update: decayed win counts, a snapshot on schedule (into the next
@@ -372,6 +382,7 @@ __all__ = [
     "LeagueConfig",
     "LeagueState",
     "TeamView",
+    "draw_opponents",
     "episode_outcomes",
     "league_populations",
     "league_teams",

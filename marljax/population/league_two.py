@@ -42,6 +42,7 @@ from marljax.core.types import Environment
 from marljax.population.league_parts import (
     LeagueConfig,
     LeagueState,
+    draw_opponents,
     episode_outcomes,
     league_teams,
     members_act,
@@ -216,11 +217,12 @@ def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Ag
         if greedy or h == 0:  # evaluation: the two current learners against each other
             return _learners_act(state, carry, obs, (k0, k1), hparams, h, kwargs)
         if pooled:
-            draw = lambda k, w, m: jax.random.categorical(k, jnp.log(w + 1e-30), shape=(m,))  # noqa: E731
-            drawn = jnp.concatenate([draw(k_a, s0.weights, h), draw(k_b, s1.weights, n - h)])
-            if config.self_play > 0:
-                drawn = jnp.where(jax.random.uniform(k_self, (n,)) < config.self_play, -1, drawn)
-            opponent = jnp.where(obs.reset, drawn.astype(jnp.int32), opponent)
+            k_self_a, k_self_b = jax.random.split(k_self)
+            drawn = jnp.concatenate([
+                draw_opponents(k_a, s0.weights, h, config.self_play, k_self_a),
+                draw_opponents(k_b, s1.weights, n - h, config.self_play, k_self_b),
+            ])  # fmt: skip
+            opponent = jnp.where(obs.reset, drawn, opponent)
         first, second = _halves(obs, h)
         opp_first, opp_second = (opponent[:h], opponent[h:]) if pooled else (None, None)
         a0, own_0, info_0 = agents[0].act(s0.learner, own_0, _team_obs(first, team[0]), k0, hparams, **kwargs)  # fmt: skip
