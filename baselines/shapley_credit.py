@@ -25,6 +25,11 @@ public goods the team return is `A e T + (r - 1) e sum_t sum_i c_i`, additive in
 (0 for no-op, 1/2 for random).
 
     python baselines/shapley_credit.py [--episodes 64] [--permutations 128] [--exact-batches 8]
+        [--results baselines/results/shapley_credit.json]
+
+`--results` writes every table's values (one row per team and absent-agent baseline: exact and
+Monte Carlo values, their standard errors, the analytic values where known, `v(all)`, `v(none)`)
+for the generated README row.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import numpy as np
 import marljax
 from marljax.agents.base import Agent, AgentParams
 from marljax.evaluation.shapley import exact_shapley, monte_carlo_shapley, rollout_value_fn
+from marljax.shell.result_files import write_results
 
 NOOP, LEFT, RIGHT, DOWN, UP = range(5)  # simple spread's discrete actions
 
@@ -110,7 +116,7 @@ def report(title, env, params, agent, state, baseline, args, exact=True, mc=Fals
     v_none = float(value(jnp.zeros((A,), bool), key))
     print(f"\n{title} | absent agents play {baseline!r}")
     print(f"  v(all) = {v_all:.2f}, v(none) = {v_none:.2f}, gain = {v_all - v_none:.2f}")
-    out = {}
+    out = {"v_all": v_all, "v_none": v_none}
     if exact:
         phi = np.asarray(exact_shapley(value, A, key))
         print(f"  exact ({2**A} coalitions x {args.episodes} episodes): {fmt(phi)}")
@@ -138,11 +144,20 @@ def report(title, env, params, agent, state, baseline, args, exact=True, mc=Fals
                 f"{fmt(mean)} (stderr {fmt(se_mean)})"
             )
             print(f"    |MC - exact mean| / combined stderr: {fmt(z)}")
-        out["mc"] = (phi_mc, se)
+            out["exact_mean"], out["exact_mean_stderr"], out["mc_z"] = mean, se_mean, z
+        out["mc"], out["mc_stderr"] = phi_mc, se
     return out
 
 
-def particle(args, num_agents: int, mc: bool) -> None:
+def row(setting: str, baseline: str, out: dict, analytic=None) -> dict:
+    """One result row: a team's Shapley values under one absent-agent baseline (`seed`: one)."""
+    per_seed = {k: [np.asarray(v, np.float64)] for k, v in out.items()}
+    if analytic is not None:
+        per_seed["analytic"] = [np.asarray(analytic, np.float64)]
+    return {"setting": setting, "baseline": baseline, "per_seed": per_seed}
+
+
+def particle(args, num_agents: int, mc: bool) -> list[dict]:
     env, params = marljax.make(
         "particle/simple_spread-v0", num_agents=num_agents, num_landmarks=num_agents
     )
@@ -152,15 +167,18 @@ def particle(args, num_agents: int, mc: bool) -> None:
         f"particle/simple_spread-v0, {num_agents} agents, 25 steps: agents "
         f"0..{num_agents - 2} steer to their landmark, agent {num_agents - 1} idles"
     )
+    rows = []
     for baseline in ("noop", "random"):
         out = report(title, env, params, agent, active, baseline, args, exact=True, mc=mc)
         if baseline == "noop":
             print(
                 f"    null player (idle agent, no-op baseline): exact phi = {out['exact'][-1]:.2e}"
             )
+        rows.append(row(f"simple_spread, {num_agents} agents", baseline, out))
+    return rows
 
 
-def public_goods(args, levels: list[int], exact: bool, mc: bool) -> None:
+def public_goods(args, levels: list[int], exact: bool, mc: bool) -> list[dict]:
     env, params = marljax.make("social/public_goods-v0", num_agents=len(levels))
     frac = np.asarray(levels) / (env.num_levels - 1)
     gain = (float(params.multiplier) - 1.0) * float(params.endowment) * int(params.num_rounds)
@@ -171,9 +189,13 @@ def public_goods(args, levels: list[int], exact: bool, mc: bool) -> None:
         + ", ".join(names.get(f, str(f)) for f in frac)
     )
     agent = scripted_agent(constant_policy)
+    rows = []
     for baseline, c_base in (("noop", 0.0), ("random", 0.5)):
-        report(title, env, params, agent, jnp.asarray(levels), baseline, args, exact, mc)
+        out = report(title, env, params, agent, jnp.asarray(levels), baseline, args, exact, mc)
         print(f"    analytic (r - 1) e T (c_i - {c_base}): {fmt(gain * (frac - c_base))}")
+        setting = f"public_goods, {len(levels)} agents"
+        rows.append(row(setting, baseline, out, analytic=gain * (frac - c_base)))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         "--exact-batches", type=int, default=8, help="episode batches averaged for exact vs MC"
     )
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed")
+    parser.add_argument("--results", help="write every table's values (JSON)")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
@@ -193,10 +216,14 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.permutations < 4 or args.permutations % 2:
         parser.error(f"--permutations must be even and >= 4, got {args.permutations}")
-    particle(args, 3, mc=False)
-    particle(args, 6, mc=True)
-    public_goods(args, [4, 4, 2, 0], exact=True, mc=False)
-    public_goods(args, [4, 4, 4, 4, 2, 2, 2, 2, 0, 0, 0, 0], exact=False, mc=True)
+    rows = particle(args, 3, mc=False) + particle(args, 6, mc=True)
+    rows += public_goods(args, [4, 4, 2, 0], exact=True, mc=False)
+    rows += public_goods(args, [4, 4, 4, 4, 2, 2, 2, 2, 0, 0, 0, 0], exact=False, mc=True)
+    if args.results:
+        config = {"episodes": args.episodes, "permutations": args.permutations,
+                  "exact_batches": args.exact_batches, "seed": args.seed,
+                  "parameter_mode": "scripted policies"}  # fmt: skip
+        write_results(args.results, "baselines/shapley_credit.py", config, rows)
 
 
 if __name__ == "__main__":
