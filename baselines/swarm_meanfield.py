@@ -19,7 +19,10 @@ parameter. (With the purely global reward, `local_ratio=0`, 200 updates of this 
 raise the order parameter: credit for a swarm-level quantity is spread over 100 agents.)
 
     python baselines/swarm_meanfield.py [--seeds 4] [--updates 100] [--eval-agents 100 1000]
-        [--out runs]
+        [--out runs] [--results baselines/results/swarm_meanfield.json]
+
+`--results` writes every policy's per-seed order parameter (episode mean and final step) per task
+and evaluated swarm size, for the generated tables.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from marljax.core.registry import make
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 NUM_AGENTS = 100
@@ -121,8 +125,10 @@ def main(argv: list[str] | None = None) -> None:
         default=list(EVAL_AGENTS),
         help="swarm sizes to evaluate the trained policies on",
     )
+    parser.add_argument("--results", help="write every policy's per-seed scores (JSON)")
     args = parser.parse_args(argv)
     key = jax.random.PRNGKey(0)
+    rows = []
     for env_id, (metric, _) in TASKS.items():
         scores: dict[int, dict[str, dict[str, np.ndarray]]] = {n: {} for n in args.eval_agents}
         for kind in KINDS:
@@ -142,6 +148,16 @@ def main(argv: list[str] | None = None) -> None:
                     scores[n]["random"] = evaluate(untrained(exp, args.seeds), k)
         for n in args.eval_agents:
             report(env_id, metric, n, scores[n], key)
+            rows += [{"env": env_id, "metric": metric, "eval_agents": n, "policy": a,
+                      "per_seed": {"episode_mean": s[metric], "final": s[metric + "_final"]}}
+                     for a, s in scores[n].items()]  # fmt: skip
+    if args.results:
+        config = {"algo": "mfpg", "parameter_mode": "shared (mean field)",
+                  "train_agents": NUM_AGENTS, "seeds": args.seeds, "updates": args.updates,
+                  "env_steps_per_seed": 4 * 25 * args.updates, "agent": AGENT,
+                  "hparams": HPARAMS, "tasks": TASKS, "kinds": KINDS,
+                  "eval_agents": args.eval_agents, "eval_episodes_per_seed": 2}  # fmt: skip
+        write_results(args.results, "baselines/swarm_meanfield.py", config, rows)
 
 
 def report(env_id: str, metric: str, num_agents: int, scores: dict, key) -> None:
