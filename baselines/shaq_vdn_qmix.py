@@ -21,6 +21,9 @@ Aggregates: IQM and mean with 95% stratified-bootstrap intervals (R. Agarwal et 
 2021; `marljax.evaluation.stats`). Every seed of one algorithm trains in one compiled program.
 
     python baselines/shaq_vdn_qmix.py [--task matrix spread] [--seeds 8] [--spread-steps 60000]
+        [--results baselines/results/shaq_vdn_qmix.json]
+
+`--results` writes every algorithm's per-seed scores per task for the generated tables.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from marljax.agents.qlearning import first_step_q_table
 from marljax.agents.shaq import preset as shaq_preset
 from marljax.evaluation import stats
 from marljax.shell.experiment import Experiment, build, final_returns, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 print = functools.partial(print, flush=True)  # noqa: A001  (progress shows when piped)
@@ -71,7 +75,7 @@ def matrix_scores(algo: str, seeds: int, updates: int) -> np.ndarray:
         table = first_step_q_table(built.agent_config, built.env, state, built.env_params)
         out.append(payoff[tuple(int(a) for a in np.argmax(table["q"], axis=1))])
     print(f"matrix {algo}: greedy payoffs {out} ({wall:.0f} s)")
-    return np.asarray(out, np.float32)
+    return {"greedy_payoff": np.asarray(out, np.float32)}
 
 
 def spread_scores(algo: str, seeds: int, steps: int) -> np.ndarray:
@@ -92,10 +96,12 @@ def spread_scores(algo: str, seeds: int, steps: int) -> np.ndarray:
     print(f"spread {algo}: first 10% {np.round(first, 1).tolist()} -> last 10% "
           f"{np.round(scores, 1).tolist()} ({wall:.0f} s; final_returns "
           f"{np.round(final_returns(result.metrics)[0] * 3, 1).tolist()})")  # fmt: skip
-    return scores
+    return {"team_return_last10": scores, "team_return_first10": first}
 
 
-def report(task: str, scores: dict[str, np.ndarray]) -> None:
+def report(task: str, per_algo: dict[str, dict[str, np.ndarray]]) -> list[dict]:
+    """Print the aggregates of each algorithm's score (its first metric); return result rows."""
+    scores = {a: next(iter(m.values())) for a, m in per_algo.items()}
     agg = stats.aggregate_metrics(
         jax.random.PRNGKey(0), {k: v[:, None] for k, v in scores.items()}, ("iqm", "mean")
     )
@@ -109,6 +115,7 @@ def report(task: str, scores: dict[str, np.ndarray]) -> None:
         )
         print(f"{task:6s} P(SHAQ > {other.upper()}) = {float(poi.point):.2f}  95% CI "
               f"[{float(poi.low):.2f}, {float(poi.high):.2f}]")  # fmt: skip
+    return [{"task": task, "algo": a, "per_seed": m} for a, m in per_algo.items()]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,11 +124,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=8, help="seeds per algorithm")
     parser.add_argument("--matrix-updates", type=int, default=300, help="8 env steps each")
     parser.add_argument("--spread-steps", type=int, default=60_000, help="env steps per seed")
+    parser.add_argument("--results", help="write every algorithm's per-seed scores (JSON)")
     args = parser.parse_args(argv)
+    rows = []
     if "matrix" in args.task:
-        report("matrix", {a: matrix_scores(a, args.seeds, args.matrix_updates) for a in ALGOS})
+        rows += report(
+            "matrix", {a: matrix_scores(a, args.seeds, args.matrix_updates) for a in ALGOS}
+        )
     if "spread" in args.task:
-        report("spread", {a: spread_scores(a, args.seeds, args.spread_steps) for a in ALGOS})
+        rows += report(
+            "spread", {a: spread_scores(a, args.seeds, args.spread_steps) for a in ALGOS}
+        )
+    if args.results:
+        modes = {"matrix": "shared_id", "spread": "shared (the jaxmarl preset)"}
+        config = {"seeds": args.seeds, "tasks": args.task, "matrix_env": MATRIX_ENV,
+                  "matrix_agent": MATRIX_AGENT, "matrix_updates": args.matrix_updates,
+                  "matrix_env_steps_per_seed": 8 * args.matrix_updates, "spread_env": SPREAD_ENV,
+                  "spread_env_steps_per_seed": args.spread_steps, "spread_preset": "jaxmarl",
+                  "parameter_mode": {t: modes[t] for t in args.task}}  # fmt: skip
+        write_results(args.results, "baselines/shaq_vdn_qmix.py", config, rows)
 
 
 if __name__ == "__main__":
