@@ -18,6 +18,15 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tables_extra, when imported
+
+from tables_extra import (  # noqa: E402
+    shapley_summary,
+    shapley_table,
+    tune_summary,
+    tune_table,
+)
+
 from marljax.benchmarks import ALGOS, TASKS, results_table
 from marljax.benchmarks.runner import read_state
 from marljax.shell.result_files import (
@@ -38,12 +47,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "baselines", "results")
 #: the stored benchmark directories (`marljax benchmark --out`), one `benchmark.json` each
 BENCHMARKS = os.path.join(ROOT, "bench", "results", "benchmark")
+#: the stored `tune_compare.py --json` files
+TUNE = os.path.join(ROOT, "bench", "results", "tune")
 #: the files whose marked tables are generated
 DOCUMENTS = (
     "README.md",
     os.path.join("baselines", "README.md"),
     os.path.join("docs", "population.md"),
     os.path.join("docs", "benchmark_suite.md"),
+    os.path.join("docs", "training.md"),
 )
 #: the punishment result files, one per parameter mode of the DQN learners
 PUNISHMENT = {"shared_id": "social_punishment_iql_shared_id.json",
@@ -660,6 +672,12 @@ def reproduced_table(results: str) -> str:
         "data and budget)",
         "Son et al. 2019",
     ])  # fmt: skip
+    rows.append(["`python baselines/shapley_credit.py --results "
+                 "baselines/results/shapley_credit.json`", "scripted policies",
+                 shapley_summary(results), "Heuillet et al. 2022"])  # fmt: skip
+    rows.append(["`python baselines/tune_compare.py --task spread --json F` (and `--task "
+                 "speaker_listener --steps 163840`; files in `bench/results/tune/`)", "shared_id",
+                 tune_summary(TUNE), "Jaderberg et al. 2017; Li et al. 2020"])  # fmt: skip
     return markdown_table(header, rows)
 
 
@@ -698,6 +716,8 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "coplayer-ipd": coplayer_table(results),
         "bn-tabular": bn_tabular_table(results),
         "rae-crash": rae_table(results),
+        "shapley": shapley_table(results),
+        "tune-compare": tune_table(TUNE),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"

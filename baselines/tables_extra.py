@@ -1,0 +1,247 @@
+"""More generated tables (`tables.py` collects them): one generator per baseline's result file.
+
+Each function reads the result files a baseline script wrote with `--results` (see the script's
+docstring) and returns markdown; `tables.py` places it between the `<!-- results:NAME -->`
+markers of the documents and checks in CI that the committed text equals it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from marljax.shell.result_files import (
+    count,
+    iqm,
+    iqm_ci,
+    markdown_table,
+    p_greater,
+    read_results,
+    values,
+)
+
+
+def _vec(x) -> str:
+    return ", ".join(f"{v:.2f}" for v in np.asarray(x, np.float64).ravel())
+
+
+def _range(x) -> str:
+    x = np.asarray(x, np.float64)
+    return f"{x.min():.2f}-{x.max():.2f}"
+
+
+def shapley_table(results: str) -> str:
+    """`shapley_credit.py`: Shapley values of scripted teams, with each table's check."""
+    data = read_results(os.path.join(results, "shapley_credit.json"))
+    cfg = data["config"]
+    body = []
+    for row in data["rows"]:
+        m = {k: np.asarray(v[0], np.float64) for k, v in row["per_seed"].items()}
+        gain = float(m["v_all"] - m["v_none"])
+        team, base = row["setting"], row["baseline"]
+        if "exact" in m:
+            check = f"sum {m['exact'].sum():.4f} vs v(all) - v(none) {gain:.4f}"
+            if "analytic" in m:
+                check = f"analytic {_vec(m['analytic'])}; max gap {_gap(m['exact'], m)}"
+            what = "exact" + (" (one batch)" if "mc" in m else "")
+            body.append([team, base, what, _vec(m["exact"]), check])
+        if "mc" in m:
+            what = f"Monte Carlo (stderr {_range(m['mc_stderr'])})"
+            check = f"sum {m['mc'].sum():.2f} vs gain {gain:.2f} (fresh episodes)"
+            if "analytic" in m:
+                check = f"analytic {_vec(m['analytic'])}; max gap {_gap(m['mc'], m)}"
+            body.append([team, base, what, _vec(m["mc"]), check])
+        if "exact_mean" in m:
+            what = f"exact, mean of {cfg['exact_batches']} batches"
+            check = f"MC vs this mean: max \\|z\\| {m['mc_z'].max():.2f} (combined stderr)"
+            body.append([team, base, what, _vec(m["exact_mean"]), check])
+    return markdown_table(["team", "absent agents play", "estimator", "Shapley values", "check"],
+                          body)  # fmt: skip
+
+
+def _gap(phi: np.ndarray, m: dict) -> str:
+    return f"{np.abs(phi - m['analytic']).max():.2f}"
+
+
+def shapley_summary(results: str) -> str:
+    """The README row's sentence for `shapley_credit.py`."""
+    rows = read_results(os.path.join(results, "shapley_credit.json"))["rows"]
+
+    def get(setting: str, base: str) -> dict[str, np.ndarray]:
+        row = next(r for r in rows if r["setting"] == setting and r["baseline"] == base)
+        return {k: np.asarray(v[0]) for k, v in row["per_seed"].items()}
+
+    idle = max(abs(float(get(s, "noop")["exact"][-1])) for s in
+               ("simple_spread, 3 agents", "simple_spread, 6 agents"))  # fmt: skip
+    pg = get("public_goods, 4 agents", "noop")
+    z = max(float(get("simple_spread, 6 agents", b)["mc_z"].max()) for b in ("noop", "random"))
+    return (f"exact and Monte Carlo Shapley credit of scripted teams: the idle particle agent "
+            f"gets {idle:.1g} with the no-op baseline (a null player), the public-goods values "
+            f"are {_vec(pg['exact'])} against the analytic {_vec(pg['analytic'])}, and Monte "
+            f"Carlo agrees with the exact mean within {z:.2f} combined standard errors")  # fmt: skip
+
+
+def _iqm(x) -> str:
+    point, low, high = iqm_ci(x)
+    return f"{point:.3f} [{low:.3f}, {high:.3f}]"
+
+
+SWARM_POLICIES = {"mfpg[histogram]": "mfpg, histogram critic",
+                  "mfpg[kernel]": "mfpg, kernel critic", "random": "random"}  # fmt: skip
+
+
+def swarm_rows(results: str, env: str) -> dict[tuple[int, str], dict]:
+    """`swarm_meanfield.py`'s rows of one env, by `(agents at evaluation, policy)`."""
+    rows = read_results(os.path.join(results, "swarm_meanfield.json"))["rows"]
+    return {(r["eval_agents"], r["policy"]): r for r in rows if r["env"] == env}
+
+
+def swarm_table(results: str, env: str) -> str:
+    """The order parameter of the trained and the random policies, per swarm size."""
+    body = []
+    for (n, policy), row in swarm_rows(results, env).items():
+        mean, final = values(row, "episode_mean"), values(row, "final")
+        body.append([f"{n:,}", SWARM_POLICIES[policy], _iqm(mean), _iqm(final),
+                     ", ".join(f"{v:.3f}" for v in mean)])  # fmt: skip
+    for n in sorted({n for n, _ in swarm_rows(results, env)}):
+        by = swarm_rows(results, env)
+        p = p_greater(values(by[n, "mfpg[kernel]"], "episode_mean"),
+                      values(by[n, "mfpg[histogram]"], "episode_mean"))  # fmt: skip
+        body.append([f"{n:,}", "P(kernel > histogram), episode mean", f"{p:.2f}", "", ""])
+    header = ["agents at evaluation", "policy", "episode mean, IQM [95% CI]",
+              "final step, IQM [95% CI]", "episode mean per seed"]  # fmt: skip
+    return markdown_table(header, body)
+
+
+def swarm_summary(results: str) -> str:
+    """The README row's sentence for `swarm_meanfield.py`."""
+    parts = []
+    for env, name, what in (("swarm/vicsek-v0", "Vicsek", "polarisation"),
+                            ("swarm/kuramoto-v0", "Kuramoto", "synchronisation")):  # fmt: skip
+        by = swarm_rows(results, env)
+        score = lambda n, p, by=by: iqm(values(by[n, p], "episode_mean"))  # noqa: E731
+        best = {n: max(score(n, p) for p in ("mfpg[histogram]", "mfpg[kernel]"))
+                for n in sorted({n for n, _ in by})}  # fmt: skip
+        ratios = ", ".join(f"{best[n] / score(n, 'random'):.1f}x at {n:,} agents" for n in best)
+        small = min(best)
+        parts.append(f"{name} {what} {score(small, 'random'):.2f} (random) -> "
+                     f"{best[small]:.2f} (IQM, better critic; {ratios})")  # fmt: skip
+    seeds = len(values(next(iter(swarm_rows(results, "swarm/vicsek-v0").values())), "final"))
+    return (f"the mean-field policy gradient, trained with 100 agents ({seeds} seeds), raises "
+            + "; ".join(parts) + " (the same policy runs the larger swarm)")  # fmt: skip
+
+
+#: `bn_mappo_coordination.py`'s result files, by the column title of their game
+BN_MAPPO = {"penalty k = 25": "bn_mappo_penalty_k25.json",
+            "3-agent coordination": "bn_mappo_coordination_3p.json"}  # fmt: skip
+BN_VARIANTS = {"MAPPO": "MAPPO", "BN-MAPPO (chain graph)": "BN chain",
+               "BN-MAPPO (full graph)": "BN full",
+               "BN-MAPPO (learned graph)": "BN learned (dense start, default)",
+               "BN-MAPPO (learned graph, uniform start)": "BN learned, uniform start",
+               "BN-MAPPO (annealed to independent)": "BN learned, annealed to independent"}  # fmt: skip
+
+
+def bn_mappo_rows(results: str) -> dict[str, tuple[dict, dict[str, dict]]]:
+    """Per game title: `(config, {variant: row})` of `bn_mappo_coordination.py`."""
+    out = {}
+    for title, stem in BN_MAPPO.items():
+        data = read_results(os.path.join(results, stem))
+        out[title] = (data["config"], {r["variant"]: r for r in data["rows"]})
+    return out
+
+
+def _at_optimum(row: dict, config: dict) -> str:
+    return count(values(row, "final_return"), lambda x: x >= 0.95 * config["optimum"])
+
+
+def bn_mappo_table(results: str) -> str:
+    """Seeds at an optimum and IQM of the final return, per variant and game."""
+    games = bn_mappo_rows(results)
+    header = ["variant"]
+    for title in games:
+        header += [f"{title}: at optimum", "IQM [95% CI]", "graph density first -> last"]
+    body = []
+    for variant, name in BN_VARIANTS.items():
+        line = [name]
+        for config, rows in games.values():
+            row = rows[variant]
+            point, low, high = iqm_ci(values(row, "final_return"))
+            density = ""
+            if "graph_density_first" in row["per_seed"]:
+                density = (f"{np.mean(values(row, 'graph_density_first')):.2f} -> "
+                           f"{np.mean(values(row, 'graph_density_last')):.2f}")  # fmt: skip
+            line += [_at_optimum(row, config), f"{point:.2f} [{low:.2f}, {high:.2f}]", density]
+        body.append(line)
+    return markdown_table(header, body)
+
+
+def bn_mappo_summary(results: str) -> str:
+    """The README row's sentence for `bn_mappo_coordination.py` on the penalty game."""
+    config, rows = bn_mappo_rows(results)["penalty k = 25"]
+    at = {v: _at_optimum(rows[v], config) for v in BN_VARIANTS}
+    return (f"BN-MAPPO reaches the optimum of the penalty game (k = 25) in "
+            f"{at['BN-MAPPO (chain graph)']} seeds on the fixed chain, "
+            f"{at['BN-MAPPO (learned graph)']} on the learned graph (dense start, default), "
+            f"{at['BN-MAPPO (learned graph, uniform start)']} on a learned graph started uniform, "
+            f"MAPPO in {at['MAPPO']} ({_steps_k(config['env_steps_per_seed'])} plays per seed)")  # fmt: skip
+
+
+def _steps_k(n: int) -> str:
+    return f"{n:,}"
+
+
+#: `tune_compare.py --json` files (`bench/results/tune/`), by task, in the table's order
+TUNE_FILES = {"spread": "2026-11-29_spread.json",
+              "speaker_listener": "2026-11-29_speaker_listener.json",
+              "climbing": "2026-11-29_climbing.json"}  # fmt: skip
+TUNE_NAMES = {"spread": "MPE simple spread", "speaker_listener": "MPE speaker-listener",
+              "climbing": "climbing game"}  # fmt: skip
+
+
+def _interval(v: list[float], digits: int = 2) -> str:
+    point, low, high = v
+    if low == high == point:
+        return f"{point:.{digits}f}"
+    return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def tune_runs(tune: str) -> dict[str, dict]:
+    """The stored `tune_compare.py` results, by task."""
+    out = {}
+    for task, name in TUNE_FILES.items():
+        with open(os.path.join(tune, name)) as f:
+            out[task] = json.load(f)
+    return out
+
+
+def tune_table(tune: str) -> str:
+    """Random search vs PBT vs halving: IQM of each repetition's best run, P(improvement)."""
+    body = []
+    for task, data in tune_runs(tune).items():
+        procs = data["procedures"]
+        seeds = {len(p["scores"]) for p in procs.values()}
+        body.append([f"{data['algo'].upper()}, {TUNE_NAMES[task]} ({data['steps_per_run']:,}; "
+                     f"{'/'.join(map(str, sorted(seeds)))} repetitions)",
+                     *(_interval(procs[p]["iqm"]) for p in ("random", "pbt", "halving")),
+                     _interval(data["p_improve_pbt_vs_random"]),
+                     _interval(data["p_improve_halving_vs_random"])])  # fmt: skip
+    header = ["task (env steps per run)", "random search IQM [95% CI]", "PBT", "halving",
+              "P(PBT > random)", "P(halving > random)"]  # fmt: skip
+    return markdown_table(header, body)
+
+
+def tune_summary(tune: str) -> str:
+    """The README row's sentence for `tune_compare.py`."""
+    runs = tune_runs(tune)
+    iq = lambda task, p: f"{runs[task]['procedures'][p]['iqm'][0]:.2f}"  # noqa: E731
+    part = lambda task: " / ".join(iq(task, p) for p in ("pbt", "halving", "random"))  # noqa: E731
+    pp = lambda task: _interval(runs[task]["p_improve_pbt_vs_random"])  # noqa: E731
+    reps = runs["spread"]["reps"]
+    return (f"PBT and successive halving vs random search over `lr` and `ent_coef` at equal env "
+            f"steps (MAPPO's defaults, {reps} repetitions of each whole procedure, each a "
+            f"population in one program): best run's final greedy return IQM (PBT / halving / "
+            f"random), spread {part('spread')} (P(PBT > random) {pp('spread')}), "
+            f"speaker-listener {part('speaker_listener')} ({pp('speaker_listener')}): at these "
+            f"budgets random search ties both")  # fmt: skip
