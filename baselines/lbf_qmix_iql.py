@@ -11,6 +11,10 @@ interquartile mean over seeds (IQM, `scipy.stats.trim_mean(x, 0.25)`, Agarwal et
 the first env step at which the IQM learning curve (per update) reaches 0.5 and 0.9.
 
     python baselines/lbf_qmix_iql.py [--seeds 4] [--steps 400000] [--out runs]
+        [--algos shaq vdn qmix iql] [--results baselines/results/lbf_qmix_iql.json]
+
+`--results` writes every algorithm's per-seed final team return and its IQM curve's first env
+step at 0.5 and 0.9, for the generated tables.
 """
 
 import argparse
@@ -18,7 +22,8 @@ import argparse
 import numpy as np
 from scipy.stats import trim_mean
 
-from marljax.shell.experiment import Experiment, run_experiment
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 AGENT = {"recurrent": False, "hidden_sizes": (64, 64), "sequence_len": 10, "batch_size": 64,
@@ -32,8 +37,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=400_000, help="env steps per run")
     parser.add_argument("--out", default="runs")
     parser.add_argument("--algos", nargs="+", default=["qmix", "vdn", "iql"], help="which to run")
+    parser.add_argument("--results", help="write every algorithm's per-seed results (JSON)")
     args = parser.parse_args(argv)
     hparams = {"lr": 5e-4, "eps_anneal_steps": 0.3 * args.steps, "gamma": 0.99}
+    rows = []
     for algo in args.algos:
         exp = Experiment(algo=algo, env="grid/lbf-8x8-2p-2f-coop-v0", seeds=args.seeds,
                          train=TrainConfig(num_envs=16, rollout_len=10, total_env_steps=args.steps),
@@ -49,6 +56,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{algo:>4}: final team return per seed {np.round(final, 3).tolist()}, "
               f"IQM {trim_mean(final, 0.25):.3f}, first step with IQM >= 0.5 / 0.9: {first}"
               f"  ({result.run_dir})")  # fmt: skip
+        mode = build(exp).agent_config.parameter_mode
+        rows.append({"algo": algo, "parameter_mode": mode, "first_step_iqm_0.5": first[0],
+                     "first_step_iqm_0.9": first[1], "per_seed": {"final_team_return": final}})  # fmt: skip
+    if args.results:
+        config = {"env": "grid/lbf-8x8-2p-2f-coop-v0", "seeds": args.seeds,
+                  "env_steps_per_seed": args.steps, "num_envs": 16, "rollout_len": 10,
+                  "agent": AGENT, "hparams": hparams,
+                  "score": "team return (sum over agents) of the last 10 updates' training "
+                           "episodes"}  # fmt: skip
+        write_results(args.results, "baselines/lbf_qmix_iql.py", config, rows)
 
 
 if __name__ == "__main__":
