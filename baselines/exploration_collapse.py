@@ -20,6 +20,8 @@ evaluated and the cooperation rate (fraction of cooperative choices,
     python baselines/exploration_collapse.py [--side 6] [--seeds 16] [--eps 0.02 0.1 0.3]
         [--temptation 1.25 1.5] [--hidden 32] [--modes shared shared_id independent grouped]
         [--groups 6] [--anneal 0.333] [--steps 6000] [--out runs]
+        [--results baselines/results/exploration_collapse.json]
+`--results` writes every cell's per-seed greedy cooperation rate for the generated tables.
 
 At 64 seeds x 2 epsilons per program, one program took 3.4 to 5.8 minutes at hidden 16 and 64
 and 8.3 (shared) to 9.6 (independent) minutes at hidden 256 on a loaded 2-core CPU; raise `--side`, `--seeds` and `--steps` for runs closer to the paper's (30x30 and larger
@@ -38,6 +40,7 @@ from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.evaluation.stats import probability_of_improvement_ci
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 MODES = ("shared", "shared_id", "independent", "grouped")
@@ -124,8 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--steps", type=int, default=6000, help="env steps per run")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    parser.add_argument("--results", help="write every cell's per-seed cooperation (JSON)")
     args = parser.parse_args(argv)
     key = jax.random.PRNGKey(2026)
+    rows = []
     print(
         f"spatial PD {args.side}x{args.side} ({args.side**2} agents), S = -0.25, {args.steps} env "
         f"steps per run, {args.seeds} seeds per cell; greedy cooperation rate [bootstrap 95% CI]"
@@ -147,6 +152,9 @@ def main(argv: list[str] | None = None) -> None:
             ):
                 cells = []
                 for mode in args.modes:
+                    rows.append({"temptation": temptation, "hidden": hidden, "mode": mode,
+                                 "anneal": anneal, "eps": eps,
+                                 "per_seed": {"cooperation": rates[mode][a, g]}})  # fmt: skip
                     mean, low, high = bootstrap_ci(key, rates[mode][a, g])
                     cells.append(f"{mode} {mean:.3f} [{low:.3f}, {high:.3f}]")
                 others = [m for m in args.modes if m != "shared"] if "shared" in args.modes else []
@@ -163,6 +171,12 @@ def main(argv: list[str] | None = None) -> None:
                     + " | ".join(cells),
                     flush=True,
                 )
+    if args.results:
+        config = {"algo": "iql", "env": "social/spatial_pd-v0", "side": args.side,
+                  "agents": args.side**2, "seeds": args.seeds, "env_steps_per_seed": args.steps,
+                  "rounds": ROUNDS, "groups": args.groups, "lr": 3e-3, "gamma": 0.9,
+                  "evaluation": "greedy, 4 envs x 20 steps"}  # fmt: skip
+        write_results(args.results, "baselines/exploration_collapse.py", config, rows)
 
 
 if __name__ == "__main__":
