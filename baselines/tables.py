@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tables_extra, when imported
 
 from tables_extra import (  # noqa: E402
+    aa_coin_summary,
     shapley_summary,
     shapley_table,
     tune_summary,
@@ -675,6 +676,9 @@ def reproduced_table(results: str) -> str:
     rows.append(["`python baselines/shapley_credit.py --results "
                  "baselines/results/shapley_credit.json`", "scripted policies",
                  shapley_summary(results), "Heuillet et al. 2022"])  # fmt: skip
+    rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
+                 "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
+                 aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
     rows.append(["`python baselines/tune_compare.py --task spread --json F` (and `--task "
                  "speaker_listener --steps 163840`; files in `bench/results/tune/`)", "shared_id",
                  tune_summary(TUNE), "Jaderberg et al. 2017; Li et al. 2020"])  # fmt: skip

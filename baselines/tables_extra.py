@@ -17,6 +17,7 @@ from marljax.shell.result_files import (
     iqm,
     iqm_ci,
     markdown_table,
+    mean_ci,
     p_greater,
     read_results,
     values,
@@ -245,3 +246,22 @@ def tune_summary(tune: str) -> str:
             f"random), spread {part('spread')} (P(PBT > random) {pp('spread')}), "
             f"speaker-listener {part('speaker_listener')} ({pp('speaker_listener')}): at these "
             f"budgets random search ties both")  # fmt: skip
+
+
+def _mean_ci(x) -> str:
+    point, low, high = mean_ci(x)
+    return f"{point:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def aa_coin_summary(results: str) -> str:
+    """The README row's sentence for `aa_coin_game.py`."""
+    data = read_results(os.path.join(results, "aa_coin_game.json"))
+    rows = {r["aa_beta"]: r for r in data["rows"]}
+    aa, ippo = rows[max(rows)], rows[0.0]
+    own, eff = "social/cooperation_rate", "social/efficiency"
+    seeds = len(values(aa, own))
+    return (f"Advantage Alignment (`aa_beta = {max(rows):g}`) as a PPO agent on the Coin Game "
+            f"(3x3, {_steps_k(data['config']['env_steps_per_seed'])} env steps, {seeds} seeds, "
+            f"mean [95% CI]): own-coin rate {_mean_ci(values(aa, own))} vs IPPO's "
+            f"{_mean_ci(values(ippo, own))}, efficiency per step {_mean_ci(values(aa, eff))} vs "
+            f"{_mean_ci(values(ippo, eff))}")  # fmt: skip
