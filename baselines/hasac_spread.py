@@ -23,11 +23,14 @@ and the probability that HASAC beats MAPPO (R. Agarwal et al., NeurIPS 2021;
 
     python baselines/hasac_spread.py [--seeds 4] [--steps 200000] [--utd 1.0] [--preset harl_mpe]
         [--algos hasac,mappo]  (masac: HASAC with the simultaneous update)
+        [--results FILE]  (every algorithm's per-seed train and greedy scores, JSON)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import jax
@@ -38,6 +41,7 @@ from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.agents.sac import SACConfig, make_sac, preset
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
+from marljax.shell.result_files import write_results
 from marljax.training import TrainConfig, broadcast_hparams, make_train, sweep
 
 ENV = "particle/simple_spread_continuous-v0"
@@ -111,6 +115,7 @@ def parse_args(
         action="store_true",
         help="HASAC/MASAC: entropy over the action entries the env reads (SACConfig)",
     )
+    parser.add_argument("--results", help="write every algorithm's per-seed scores (JSON)")
     return parser.parse_args(argv)
 
 
@@ -120,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def compare(env_id: str, args: argparse.Namespace) -> None:
     """Train every algorithm of `args.algos` on `env_id` and print per-seed and aggregate scores."""
-    train_scores, greedy_scores = {}, {}
+    train_scores, greedy_scores, rows = {}, {}, []
     for name in args.algos.split(","):
         tr, gr, elapsed, last = train(
             name, args.seeds, args.steps, args.utd, args.preset, env_id, args.used_entries_only
@@ -133,8 +138,20 @@ def compare(env_id: str, args: argparse.Namespace) -> None:
         )
         print("  train  per seed: " + ", ".join(f"{s:.2f}" for s in tr))
         print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr), flush=True)
+        mode = MAPPO.parameter_mode if name == "mappo" else SACConfig().parameter_mode
+        rows.append({"algo": name, "parameter_mode": mode, "seconds": elapsed,
+                     "final": {k: float(v) for k, v in last.items()},
+                     "per_seed": {"train": tr, "greedy": gr}})  # fmt: skip
     for label, scores in (("train", train_scores), ("greedy", greedy_scores)):
         print(stats.format_comparison(jax.random.PRNGKey(0), scores, label=f"{label:6s}"))
+    if args.results:
+        config = {"env": env_id, "seeds": args.seeds, "env_steps_per_seed": args.steps,
+                  "utd": args.utd, "preset": args.preset, "scaled": SCALED,
+                  "used_entries_only": args.used_entries_only, "num_envs": NUM_ENVS,
+                  "rollout_len": ROLLOUT, "train_score": "mean return of the last 10% of "
+                  "updates' training episodes", "greedy_score": "evaluate_policy, greedy"}  # fmt: skip
+        script = "baselines/" + os.path.basename(sys.argv[0])
+        write_results(args.results, script, config, rows)
 
 
 if __name__ == "__main__":
