@@ -25,6 +25,7 @@ FACMAC (Peng et al. 2021, `--algos maddpg,facmac,mappo`) runs with its `facmac_p
 same buffer and `--utd`: MADDPG's actors with a QMIX-mixed factored critic on the team reward.
 
     python baselines/maddpg_spread.py [--seeds 4] [--steps 200000] [--utd 1.0] [--algos ...]
+        [--results baselines/results/maddpg_spread.json]  (per-seed scores, JSON)
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from marljax.agents.maddpg import MADDPGConfig, make_maddpg, preset
 from marljax.agents.ppo import PPOConfig, PPOHParams, make_ppo
 from marljax.evaluation import stats
 from marljax.evaluation.rollout import evaluate_policy
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig, make_train
 
 ENV = "particle/simple_spread_continuous-v0"
@@ -91,8 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--algos", default="maddpg,mappo", help="comma-separated, from maddpg, facmac, mappo"
     )
+    parser.add_argument("--results", help="write every algorithm's per-seed scores (JSON)")
     args = parser.parse_args(argv)
-    train_scores, greedy_scores = {}, {}
+    train_scores, greedy_scores, rows = {}, {}, []
     for name in args.algos.split(","):
         tr, gr, compile_s, run_s, last = train(name, args.seeds, args.steps, args.utd)
         train_scores[name], greedy_scores[name] = tr, gr
@@ -102,8 +105,23 @@ def main(argv: list[str] | None = None) -> None:
               f"run {run_s:.0f} s = {rate:,.0f} env steps/s{extra}")  # fmt: skip
         print("  train  per seed: " + ", ".join(f"{s:.2f}" for s in tr))
         print("  greedy per seed: " + ", ".join(f"{s:.2f}" for s in gr))
+        mode = {"maddpg": MADDPGConfig(**preset("maddpg_paper")[0]).parameter_mode,
+                "facmac": FACMACConfig(**facmac_preset("facmac_pp")[0]).parameter_mode,
+                "mappo": MAPPO.parameter_mode}[name]  # fmt: skip
+        rows.append({"algo": name, "parameter_mode": mode, "compile_s": compile_s,
+                     "run_s": run_s, "env_steps_per_s": rate,
+                     "final": {k: float(v) for k, v in last.items()},
+                     "per_seed": {"train": tr, "greedy": gr}})  # fmt: skip
     for label, scores in (("train", train_scores), ("greedy", greedy_scores)):
         print(stats.format_comparison(jax.random.PRNGKey(0), scores, label=f"{label:6s}"))
+    if args.results:
+        config = {"env": ENV, "seeds": args.seeds, "env_steps_per_seed": args.steps,
+                  "utd": args.utd, "num_envs": NUM_ENVS, "rollout_len": ROLLOUT,
+                  "maddpg_preset": "maddpg_paper", "facmac_preset": "facmac_pp",
+                  "buffer_size": 100_000, "train_score": "mean per-agent return of the last "
+                  "10% of updates' training episodes", "greedy_score": "16 envs x 100 steps, "
+                  "greedy"}  # fmt: skip
+        write_results(args.results, "baselines/maddpg_spread.py", config, rows)
 
 
 if __name__ == "__main__":
