@@ -22,8 +22,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tables_extra, 
 
 from tables_extra import (  # noqa: E402
     aa_coin_summary,
+    bn_mappo_summary,
+    bn_mappo_table,
     shapley_summary,
     shapley_table,
+    swarm_summary,
+    swarm_table,
     tune_summary,
     tune_table,
 )
@@ -676,6 +680,12 @@ def reproduced_table(results: str) -> str:
     rows.append(["`python baselines/shapley_credit.py --results "
                  "baselines/results/shapley_credit.json`", "scripted policies",
                  shapley_summary(results), "Heuillet et al. 2022"])  # fmt: skip
+    rows.append(["`python baselines/bn_mappo_coordination.py --env matrix/penalty_k25-v0 "
+                 "--seeds 16 --results baselines/results/bn_mappo_penalty_k25.json`", "shared_id",
+                 bn_mappo_summary(results), "Chen et al. 2023; Claus & Boutilier 1998"])  # fmt: skip
+    rows.append(["`python baselines/swarm_meanfield.py --results "
+                 "baselines/results/swarm_meanfield.json`", "shared (mean field)",
+                 swarm_summary(results), "Cui et al. 2024 (Dec-POMFC)"])  # fmt: skip
     rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
                  "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
                  aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
@@ -722,6 +732,9 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "rae-crash": rae_table(results),
         "shapley": shapley_table(results),
         "tune-compare": tune_table(TUNE),
+        "swarm-vicsek": swarm_table(results, "swarm/vicsek-v0"),
+        "swarm-kuramoto": swarm_table(results, "swarm/kuramoto-v0"),
+        "bn-mappo": bn_mappo_table(results),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"

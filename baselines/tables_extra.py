@@ -102,12 +102,13 @@ def swarm_rows(results: str, env: str) -> dict[tuple[int, str], dict]:
 def swarm_table(results: str, env: str) -> str:
     """The order parameter of the trained and the random policies, per swarm size."""
     body = []
-    for (n, policy), row in swarm_rows(results, env).items():
+    by = swarm_rows(results, env)
+    for n, policy in sorted(by, key=lambda k: (k[0], list(SWARM_POLICIES).index(k[1]))):
+        row = by[n, policy]
         mean, final = values(row, "episode_mean"), values(row, "final")
         body.append([f"{n:,}", SWARM_POLICIES[policy], _iqm(mean), _iqm(final),
                      ", ".join(f"{v:.3f}" for v in mean)])  # fmt: skip
-    for n in sorted({n for n, _ in swarm_rows(results, env)}):
-        by = swarm_rows(results, env)
+    for n in sorted({n for n, _ in by}):
         p = p_greater(values(by[n, "mfpg[kernel]"], "episode_mean"),
                       values(by[n, "mfpg[histogram]"], "episode_mean"))  # fmt: skip
         body.append([f"{n:,}", "P(kernel > histogram), episode mean", f"{p:.2f}", "", ""])
@@ -265,3 +266,71 @@ def aa_coin_summary(results: str) -> str:
             f"mean [95% CI]): own-coin rate {_mean_ci(values(aa, own))} vs IPPO's "
             f"{_mean_ci(values(ippo, own))}, efficiency per step {_mean_ci(values(aa, eff))} vs "
             f"{_mean_ci(values(ippo, eff))}")  # fmt: skip
+
+
+def _iqm2(x) -> str:
+    point, low, high = iqm_ci(x)
+    return f"{point:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def comparison_table(results: str, stem: str, metric: str, reference: str, **where) -> str:
+    """Algorithms compared on one score: IQM and mean [95% CI] over seeds, the per-seed values
+    and P(algorithm > `reference`) (rows of `stem`'s result file matching `where`)."""
+    rows = [r for r in read_results(os.path.join(results, stem + ".json"))["rows"]
+            if all(r.get(k) == v for k, v in where.items())]  # fmt: skip
+    ref = next(values(r, metric) for r in rows if r["algo"] == reference)
+    body = []
+    for r in rows:
+        x = values(r, metric)
+        point, low, high = mean_ci(x)
+        p = "" if r["algo"] == reference else f"{p_greater(x, ref):.2f}"
+        body.append([r["algo"], r.get("parameter_mode", ""), _iqm2(x),
+                     f"{point:.2f} [{low:.2f}, {high:.2f}]", ", ".join(f"{v:.2f}" for v in x),
+                     p])  # fmt: skip
+    header = ["algorithm", "parameter mode", "IQM [95% CI]", "mean [95% CI]", "per seed",
+              f"P(> {reference})"]  # fmt: skip
+    return markdown_table(header, body)
+
+
+def _scores(results: str, stem: str, metric: str, **where) -> dict[str, np.ndarray]:
+    rows = read_results(os.path.join(results, stem + ".json"))["rows"]
+    return {r["algo"]: values(r, metric) for r in rows
+            if all(r.get(k) == v for k, v in where.items())}  # fmt: skip
+
+
+def shaq_summary(results: str) -> str:
+    """The README row's sentence for `shaq_vdn_qmix.py`."""
+    data = read_results(os.path.join(results, "shaq_vdn_qmix.json"))
+    m = _scores(results, "shaq_vdn_qmix", "greedy_payoff", task="matrix")
+    sp = _scores(results, "shaq_vdn_qmix", "team_return_last10", task="spread")
+    at = ", ".join(count(m[a], lambda x: x >= 8) for a in ("shaq", "vdn", "qmix"))
+    cfg = data["config"]
+    return (f"SHAQ vs VDN vs QMIX, small budgets: the non-monotonic game's optimum in {at} seeds "
+            f"({_steps_k(cfg['matrix_env_steps_per_seed'])} env steps); simple spread at "
+            f"{_steps_k(cfg['spread_env_steps_per_seed'])} steps x {len(sp['shaq'])} seeds, team "
+            f"return IQM " + ", ".join(f"{a.upper()} {iqm(sp[a]):.1f}" for a in sp)
+            + f", P(SHAQ > VDN) = {p_greater(sp['shaq'], sp['vdn']):.2f}: no difference shown at "
+            "this budget")  # fmt: skip
+
+
+def transf_summary(results: str) -> str:
+    """The README row's sentence for `transf_qmix_spread.py`."""
+    data = read_results(os.path.join(results, "transf_qmix_spread.json"))
+    s = _scores(results, "transf_qmix_spread", "greedy_team_return")
+    cfg = data["config"]
+    return (f"TransfQMIX vs QMIX on simple spread, each with its JaxMARL preset, "
+            f"{_steps_k(cfg['env_steps_per_seed'])} steps x {cfg['seeds']} seeds (the paper "
+            f"trains for millions): greedy team return IQM {_iqm2(s['transf_qmix'])} vs "
+            f"{_iqm2(s['qmix'])}, P(TransfQMIX > QMIX) = "
+            f"{p_greater(s['transf_qmix'], s['qmix']):.2f}")  # fmt: skip
+
+
+def lbf_summary(results: str) -> str:
+    """The README row's sentence for `lbf_qmix_iql.py`."""
+    data = read_results(os.path.join(results, "lbf_qmix_iql.json"))
+    s = _scores(results, "lbf_qmix_iql", "final_team_return")
+    cfg = data["config"]
+    seeds = len(next(iter(s.values())))
+    return (f"LBF 8x8-2p-2f-coop at {_steps_k(cfg['env_steps_per_seed'])} steps, {seeds} seeds: "
+            "team return of the last 10 updates, IQM "
+            + ", ".join(f"{a.upper()} {iqm(x):.2f}" for a, x in s.items()))  # fmt: skip
