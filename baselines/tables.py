@@ -24,8 +24,10 @@ from tables_extra import (  # noqa: E402
     aa_coin_summary,
     bn_mappo_summary,
     bn_mappo_table,
+    comparison_table,
     shapley_summary,
     shapley_table,
+    shaq_summary,
     swarm_summary,
     swarm_table,
     tune_summary,
@@ -686,6 +688,10 @@ def reproduced_table(results: str) -> str:
     rows.append(["`python baselines/swarm_meanfield.py --results "
                  "baselines/results/swarm_meanfield.json`", "shared (mean field)",
                  swarm_summary(results), "Cui et al. 2024 (Dec-POMFC)"])  # fmt: skip
+    rows.append(["`python baselines/shaq_vdn_qmix.py --task matrix spread --seeds 8 "
+                 "--spread-steps 20000 --results baselines/results/shaq_vdn_qmix.json`",
+                 "shared_id (matrix game); shared (spread, the `jaxmarl` preset)",
+                 shaq_summary(results), "Wang et al. 2022"])  # fmt: skip
     rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
                  "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
                  aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
@@ -735,6 +741,12 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "swarm-vicsek": swarm_table(results, "swarm/vicsek-v0"),
         "swarm-kuramoto": swarm_table(results, "swarm/kuramoto-v0"),
         "bn-mappo": bn_mappo_table(results),
+        "shaq-matrix": comparison_table(
+            results, "shaq_vdn_qmix", "greedy_payoff", "shaq", task="matrix"
+        ),
+        "shaq-spread": comparison_table(
+            results, "shaq_vdn_qmix", "team_return_last10", "shaq", task="spread"
+        ),
         "value-decomposition-two-step": value_decomposition_table(results, "matrix/two_step-v0"),
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"

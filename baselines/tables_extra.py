@@ -276,15 +276,18 @@ def _iqm2(x) -> str:
 def comparison_table(results: str, stem: str, metric: str, reference: str, **where) -> str:
     """Algorithms compared on one score: IQM and mean [95% CI] over seeds, the per-seed values
     and P(algorithm > `reference`) (rows of `stem`'s result file matching `where`)."""
-    rows = [r for r in read_results(os.path.join(results, stem + ".json"))["rows"]
-            if all(r.get(k) == v for k, v in where.items())]  # fmt: skip
+    data = read_results(os.path.join(results, stem + ".json"))
+    rows = [r for r in data["rows"] if all(r.get(k) == v for k, v in where.items())]
+    mode = data["config"].get("parameter_mode", "")
+    if isinstance(mode, dict):  # per task
+        mode = mode[where["task"]]
     ref = next(values(r, metric) for r in rows if r["algo"] == reference)
     body = []
     for r in rows:
         x = values(r, metric)
         point, low, high = mean_ci(x)
         p = "" if r["algo"] == reference else f"{p_greater(x, ref):.2f}"
-        body.append([r["algo"], r.get("parameter_mode", ""), _iqm2(x),
+        body.append([r["algo"], r.get("parameter_mode", mode), _iqm2(x),
                      f"{point:.2f} [{low:.2f}, {high:.2f}]", ", ".join(f"{v:.2f}" for v in x),
                      p])  # fmt: skip
     header = ["algorithm", "parameter mode", "IQM [95% CI]", "mean [95% CI]", "per seed",
@@ -304,13 +307,16 @@ def shaq_summary(results: str) -> str:
     m = _scores(results, "shaq_vdn_qmix", "greedy_payoff", task="matrix")
     sp = _scores(results, "shaq_vdn_qmix", "team_return_last10", task="spread")
     at = ", ".join(count(m[a], lambda x: x >= 8) for a in ("shaq", "vdn", "qmix"))
+    p_vdn = p_greater(sp["shaq"], sp["vdn"])
     cfg = data["config"]
     return (f"SHAQ vs VDN vs QMIX, small budgets: the non-monotonic game's optimum in {at} seeds "
             f"({_steps_k(cfg['matrix_env_steps_per_seed'])} env steps); simple spread at "
             f"{_steps_k(cfg['spread_env_steps_per_seed'])} steps x {len(sp['shaq'])} seeds, team "
             f"return IQM " + ", ".join(f"{a.upper()} {iqm(sp[a]):.1f}" for a in sp)
-            + f", P(SHAQ > VDN) = {p_greater(sp['shaq'], sp['vdn']):.2f}: no difference shown at "
-            "this budget")  # fmt: skip
+            + f", P(SHAQ > VDN) = {p_vdn:.2f}, P(SHAQ > QMIX) = "
+            f"{p_greater(sp['shaq'], sp['qmix']):.2f}: "
+            + ("SHAQ ahead of VDN" if p_vdn > 0.5 else "SHAQ not ahead of VDN")
+            + " at this budget")  # fmt: skip
 
 
 def transf_summary(results: str) -> str:
