@@ -17,6 +17,10 @@ Both learners share one network with an agent id by default (`shared_id`);
 
     python baselines/ippo_harvest_social.py [--algo ippo|iql] [--seeds 4] [--updates 1200]
         [--punishment on off] [--parameter-mode MODE] [--out runs]
+        [--results baselines/results/harvest_social_<algo>.json]
+
+`--results` writes every condition's per-seed social metrics (trained and untrained policies)
+and training return, for the generated tables.
 """
 
 import argparse
@@ -30,6 +34,7 @@ import marljax.envs.social.dilemma_grid  # noqa: F401  (registers social/harvest
 from marljax.evaluation.social import bootstrap_ci, evaluate_social
 from marljax.evaluation.stats import probability_of_improvement_ci
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 METRICS = ("efficiency", "equality", "sustainability", "peace")
@@ -52,7 +57,9 @@ parser.add_argument("--punishment", nargs="+", default=["on"], choices=["on", "o
 parser.add_argument("--out", default="runs")
 parser.add_argument("--parameter-mode", default="shared_id",
                     choices=["shared", "shared_id", "independent"], help="parameter sharing")  # fmt: skip
+parser.add_argument("--results", help="write every condition's per-seed metrics (JSON)")
 args = parser.parse_args()
+ROWS = []
 
 
 def run(condition: str) -> dict[str, np.ndarray]:
@@ -89,6 +96,12 @@ def run(condition: str) -> dict[str, np.ndarray]:
     final = np.nanmean(result.metrics["episode_return"][0, :, -20:], axis=-1)
     print(f"training return, mean of the last 20 updates, per seed: {np.round(final, 2).tolist()}")
     print(f"run directory: {result.run_dir}")
+    for name, out in table.items():
+        per_seed = {m: np.asarray(out[f"social/{m}"]) for m in METRICS}
+        if name == "trained":
+            per_seed["train_return_last20"] = final
+        ROWS.append({"algo": args.algo, "parameter_mode": args.parameter_mode,
+                     "punishment": condition, "policy": name, "per_seed": per_seed})  # fmt: skip
     return {m: np.asarray(table["trained"][f"social/{m}"]) for m in METRICS}
 
 
@@ -103,3 +116,10 @@ if len(trained) == 2:
         print(f"  {m:14s} on {ci['on'][0]:7.3f} [{ci['on'][1]:.3f}, {ci['on'][2]:.3f}]"
               f"  off {ci['off'][0]:7.3f} [{ci['off'][1]:.3f}, {ci['off'][2]:.3f}]"
               f"  P(on > off) {float(p.point):.2f} [{float(p.low):.2f}, {float(p.high):.2f}]")  # fmt: skip
+if args.results:
+    config = {"algo": args.algo, "env": "social/harvest_small-v0", "seeds": args.seeds,
+              "updates": args.updates, "env_steps_per_seed": 16 * 50 * args.updates,
+              "parameter_mode": args.parameter_mode, "settings": SETTINGS[args.algo],
+              "no_punishment": NO_PUNISHMENT, "evaluation": "8 envs x 400 steps"
+              + (", greedy" if args.algo == "iql" else ", sampled")}  # fmt: skip
+    write_results(args.results, "baselines/ippo_harvest_social.py", config, ROWS)
