@@ -25,6 +25,7 @@ from tables_extra import (  # noqa: E402
     bn_mappo_summary,
     bn_mappo_table,
     comparison_table,
+    lbf_summary,
     shapley_summary,
     shapley_table,
     shaq_summary,
@@ -692,6 +693,9 @@ def reproduced_table(results: str) -> str:
                  "--spread-steps 20000 --results baselines/results/shaq_vdn_qmix.json`",
                  "shared_id (matrix game); shared (spread, the `jaxmarl` preset)",
                  shaq_summary(results), "Wang et al. 2022"])  # fmt: skip
+    rows.append(["`python baselines/lbf_qmix_iql.py --algos shaq vdn qmix iql --results "
+                 "baselines/results/lbf_qmix_iql.json`", "shared_id (SHAQ: shared)",
+                 lbf_summary(results), "Rashid et al. 2018; Papoudakis et al. 2021"])  # fmt: skip
     rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
                  "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
                  aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
@@ -741,6 +745,7 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "swarm-vicsek": swarm_table(results, "swarm/vicsek-v0"),
         "swarm-kuramoto": swarm_table(results, "swarm/kuramoto-v0"),
         "bn-mappo": bn_mappo_table(results),
+        "lbf-qmix-iql": comparison_table(results, "lbf_qmix_iql", "final_team_return", "iql"),
         "shaq-matrix": comparison_table(
             results, "shaq_vdn_qmix", "greedy_payoff", "shaq", task="matrix"
         ),

@@ -337,6 +337,60 @@ def lbf_summary(results: str) -> str:
     s = _scores(results, "lbf_qmix_iql", "final_team_return")
     cfg = data["config"]
     seeds = len(next(iter(s.values())))
+    reached = [f"{r['algo'].upper()} at {r['first_step_iqm_0.5']:,}" for r in data["rows"]
+               if r["first_step_iqm_0.5"] is not None]  # fmt: skip
     return (f"LBF 8x8-2p-2f-coop at {_steps_k(cfg['env_steps_per_seed'])} steps, {seeds} seeds: "
             "team return of the last 10 updates, IQM "
-            + ", ".join(f"{a.upper()} {iqm(x):.2f}" for a, x in s.items()))  # fmt: skip
+            + ", ".join(f"{a.upper()} {iqm(x):.2f}" for a, x in s.items())
+            + "; the IQM curve first reaches 0.5: "
+            + (", ".join(reached) if reached else "none") + " env steps")  # fmt: skip
+
+
+HARVEST_METRICS = {"efficiency": "efficiency (group reward / step)",
+                   "equality": "equality (1 - Gini)",
+                   "sustainability": "sustainability (mean time of reward)",
+                   "peace": "peace (agents not tagged out, of 3)"}  # fmt: skip
+
+
+def harvest_rows(results: str, algo: str) -> dict[tuple[str, str], dict]:
+    """`ippo_harvest_social.py --algo algo`'s rows by `(punishment, policy)`."""
+    data = read_results(os.path.join(results, f"harvest_social_{algo}.json"))
+    return {(r["punishment"], r["policy"]): r for r in data["rows"]}
+
+
+def _mean_ci_any(x: np.ndarray) -> str:
+    x = x[np.isfinite(x)]
+    if np.ptp(x) == 0:
+        return f"{x[0]:.3f}"
+    point, low, high = mean_ci(x)
+    digits = 1 if abs(point) >= 5 else 3
+    return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def harvest_table(results: str, algo: str) -> str:
+    """Trained policies with the tagging beam on and off: mean [95% CI] and P(on > off)."""
+    by = harvest_rows(results, algo)
+    body = []
+    for m, name in HARVEST_METRICS.items():
+        on, off = values(by["on", "trained"], m), values(by["off", "trained"], m)
+        body.append([name, _mean_ci_any(on), _mean_ci_any(off), f"{p_greater(on, off):.2f}"])
+    return markdown_table(["metric", "tagging on", "tagging off", "P(on > off)"], body)
+
+
+def harvest_summary(results: str) -> str:
+    """The README row's sentence for the Harvest beam check (IPPO and DQNs)."""
+    parts = []
+    for algo, name in (("ippo", "IPPO"), ("iql", "greedy DQNs")):
+        by = harvest_rows(results, algo)
+        on, off = (values(by[c, "trained"], "sustainability") for c in ("on", "off"))
+        eff = values(by["on", "trained"], "efficiency")
+        parts.append(f"{name}: sustainability {np.mean(on):.1f} vs {np.mean(off):.1f} "
+                     f"({count(on - off, lambda d: d > 0)} seeds longer with the beam), "
+                     f"efficiency with the beam {np.mean(eff):.3f}")  # fmt: skip
+    data = read_results(os.path.join(results, "harvest_social_ippo.json"))
+    cfg = data["config"]
+    return (f"Harvest with the tagging beam vs without it ({cfg['seeds']} seeds, "
+            f"{_steps_k(cfg['env_steps_per_seed'])} env steps): " + "; ".join(parts)
+            + " (both sharing one network with an agent id); the public goods game and Coin "
+            "Game mechanisms of `social_mechanisms.py` are in baselines/README.md, the punishment "
+            "paper's own Prisoner's Dilemma settings in the generated row above")  # fmt: skip
