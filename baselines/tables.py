@@ -31,6 +31,7 @@ from tables_extra import (  # noqa: E402
     shaq_summary,
     swarm_summary,
     swarm_table,
+    transf_summary,
     tune_summary,
     tune_table,
 )
@@ -696,6 +697,10 @@ def reproduced_table(results: str) -> str:
     rows.append(["`python baselines/lbf_qmix_iql.py --algos shaq vdn qmix iql --results "
                  "baselines/results/lbf_qmix_iql.json`", "shared_id (SHAQ: shared)",
                  lbf_summary(results), "Rashid et al. 2018; Papoudakis et al. 2021"])  # fmt: skip
+    rows.append(["`python baselines/transf_qmix_spread.py --seeds 4 --steps 40000 --results "
+                 "baselines/results/transf_qmix_spread.json`",
+                 "TransfQMIX shared, QMIX shared_id (their `jaxmarl` presets)",
+                 transf_summary(results), "Gallici et al. 2023"])  # fmt: skip
     rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
                  "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
                  aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
@@ -745,6 +750,9 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "swarm-vicsek": swarm_table(results, "swarm/vicsek-v0"),
         "swarm-kuramoto": swarm_table(results, "swarm/kuramoto-v0"),
         "bn-mappo": bn_mappo_table(results),
+        "transf-qmix": comparison_table(
+            results, "transf_qmix_spread", "greedy_team_return", "qmix"
+        ),
         "lbf-qmix-iql": comparison_table(results, "lbf_qmix_iql", "final_team_return", "iql"),
         "shaq-matrix": comparison_table(
             results, "shaq_vdn_qmix", "greedy_payoff", "shaq", task="matrix"
