@@ -394,3 +394,49 @@ def harvest_summary(results: str) -> str:
             + " (both sharing one network with an agent id); the public goods game and Coin "
             "Game mechanisms of `social_mechanisms.py` are in baselines/README.md, the punishment "
             "paper's own Prisoner's Dilemma settings in the generated row above")  # fmt: skip
+
+
+def collapse_rows(results: str) -> tuple[dict, dict[tuple[float, float, str], np.ndarray]]:
+    """`exploration_collapse.py`'s config and per-seed cooperation by `(T, epsilon, mode)`."""
+    data = read_results(os.path.join(results, "exploration_collapse.json"))
+    by = {(r["temptation"], r["eps"], r["mode"]): values(r, "cooperation") for r in data["rows"]}
+    return data["config"], by
+
+
+def collapse_table(results: str) -> str:
+    """Greedy cooperation, mean [95% CI] per temptation, final epsilon and parameter mode."""
+    _, by = collapse_rows(results)
+    modes = list(dict.fromkeys(m for _, _, m in by))
+    body = []
+    for t, eps in dict.fromkeys((t, e) for t, e, _ in by):
+        cells = [_mean_ci(by[t, eps, m]) for m in modes]
+        p = p_greater(by[t, eps, "independent"], by[t, eps, "shared"])
+        body.append([f"{t:g}", f"{eps:g}", *cells, f"{p:.2f}"])
+    header = ["T = 1 + D_r", "final epsilon", *modes, "P(independent > shared)"]
+    return markdown_table(header, body)
+
+
+def collapse_summary(results: str) -> str:
+    """The README row's sentence for `exploration_collapse.py`."""
+    cfg, by = collapse_rows(results)
+    temps = sorted({t for t, _, _ in by})
+    eps = sorted({e for _, e, _ in by})
+    mean = lambda t, e, m: f"{np.mean(by[t, e, m]):.2f}"  # noqa: E731
+    falls = "; ".join(f"T = {t:g}: " + " -> ".join(mean(t, e, "shared") for e in eps)
+                      for t in temps)  # fmt: skip
+    low = eps[0]
+    others = ", ".join(f"{m} {mean(temps[0], low, m)}" for m in
+                       dict.fromkeys(m for _, _, m in by) if m != "shared")  # fmt: skip
+    m = lambda t, e, mode: float(np.mean(by[t, e, mode]))  # noqa: E731
+    fell = all(m(t, a, "shared") > m(t, b, "shared") for t in temps for a, b in zip(eps, eps[1:]))
+    less = all(m(t, low, o) < m(t, low, "shared") for t in temps for o in
+               dict.fromkeys(mode for _, _, mode in by) if o != "shared")  # fmt: skip
+    return (f"shared-policy DQN on a {cfg['side']}x{cfg['side']} spatial PD ({cfg['seeds']} seeds "
+            f"per cell, {_steps_k(cfg['env_steps_per_seed'])} env steps): greedy cooperation "
+            + ("falls" if fell else "does not fall steadily") + " with exploration (epsilon "
+            + " / ".join(f"{e:g}" for e in eps) + f"; {falls})"
+            + (", the paper's collapse" if fell else "") + "; "
+            + ("but less sharing cooperates less, unlike the paper" if less else
+               "less sharing does not cooperate less everywhere")
+            + f" (T = {temps[0]:g}, epsilon {low:g}: shared {mean(temps[0], low, 'shared')}, "
+            f"{others}); network widths and annealing schedules at 64 seeds: baselines/README.md")  # fmt: skip
