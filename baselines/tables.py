@@ -24,7 +24,10 @@ from tables_extra import (  # noqa: E402
     aa_coin_summary,
     bn_mappo_summary,
     bn_mappo_table,
+    collapse_summary,
+    collapse_table,
     comparison_table,
+    harvest_table,
     lbf_summary,
     shapley_summary,
     shapley_table,
@@ -701,6 +704,10 @@ def reproduced_table(results: str) -> str:
                  "baselines/results/transf_qmix_spread.json`",
                  "TransfQMIX shared, QMIX shared_id (their `jaxmarl` presets)",
                  transf_summary(results), "Gallici et al. 2023"])  # fmt: skip
+    rows.append(["`python baselines/exploration_collapse.py --seeds 32 --results "
+                 "baselines/results/exploration_collapse.json`",
+                 "shared, shared_id, grouped and independent (each run)",
+                 collapse_summary(results), "Weng & Lee 2026"])  # fmt: skip
     rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
                  "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
                  aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
@@ -753,6 +760,8 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "transf-qmix": comparison_table(
             results, "transf_qmix_spread", "greedy_team_return", "qmix"
         ),
+        "exploration-collapse": collapse_table(results),
+        "harvest-iql": harvest_table(results, "iql"),
         "lbf-qmix-iql": comparison_table(results, "lbf_qmix_iql", "final_team_return", "iql"),
         "shaq-matrix": comparison_table(
             results, "shaq_vdn_qmix", "greedy_payoff", "shaq", task="matrix"

@@ -440,3 +440,20 @@ def collapse_summary(results: str) -> str:
                "less sharing does not cooperate less everywhere")
             + f" (T = {temps[0]:g}, epsilon {low:g}: shared {mean(temps[0], low, 'shared')}, "
             f"{others}); network widths and annealing schedules at 64 seeds: baselines/README.md")  # fmt: skip
+
+
+def maddpg_summary(results: str) -> str:
+    """The README row's sentence for `maddpg_spread.py` (MADDPG vs MAPPO)."""
+    data = read_results(os.path.join(results, "maddpg_spread.json"))
+    rows = {r["algo"]: r for r in data["rows"]}
+    cfg = data["config"]
+    tr = {a: values(r, "train") for a, r in rows.items()}
+    gr = {a: values(r, "greedy") for a, r in rows.items()}
+    cost = rows["mappo"]["env_steps_per_s"] / rows["maddpg"]["env_steps_per_s"]
+    return (f"continuous simple spread, {_steps_k(cfg['env_steps_per_seed'])} env steps x "
+            f"{cfg['seeds']} seeds: MADDPG (the paper's settings) reaches a per-agent training "
+            f"return of IQM {_iqm2(tr['maddpg'])} vs MAPPO's {_iqm2(tr['mappo'])}, greedy "
+            f"{_iqm2(gr['maddpg'])} vs {_iqm2(gr['mappo'])}, P(MADDPG > MAPPO) = "
+            f"{p_greater(gr['maddpg'], gr['mappo']):.2f} (greedy); MADDPG costs {cost:.0f}x "
+            f"MAPPO's time per env step; FACMAC (typed, `--algos facmac,mappo`): "
+            f"baselines/README.md")  # fmt: skip
