@@ -21,21 +21,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tables_extra, when imported
 
 from tables_extra import (  # noqa: E402
-    aa_coin_summary,
-    bn_mappo_summary,
     bn_mappo_table,
-    collapse_summary,
     collapse_table,
     comparison_table,
     harvest_table,
-    lbf_summary,
-    shapley_summary,
+    readme_rows,
     shapley_table,
-    shaq_summary,
-    swarm_summary,
     swarm_table,
-    transf_summary,
-    tune_summary,
     tune_table,
 )
 
@@ -684,36 +676,7 @@ def reproduced_table(results: str) -> str:
         "data and budget)",
         "Son et al. 2019",
     ])  # fmt: skip
-    rows.append(["`python baselines/shapley_credit.py --results "
-                 "baselines/results/shapley_credit.json`", "scripted policies",
-                 shapley_summary(results), "Heuillet et al. 2022"])  # fmt: skip
-    rows.append(["`python baselines/bn_mappo_coordination.py --env matrix/penalty_k25-v0 "
-                 "--seeds 16 --results baselines/results/bn_mappo_penalty_k25.json`", "shared_id",
-                 bn_mappo_summary(results), "Chen et al. 2023; Claus & Boutilier 1998"])  # fmt: skip
-    rows.append(["`python baselines/swarm_meanfield.py --results "
-                 "baselines/results/swarm_meanfield.json`", "shared (mean field)",
-                 swarm_summary(results), "Cui et al. 2024 (Dec-POMFC)"])  # fmt: skip
-    rows.append(["`python baselines/shaq_vdn_qmix.py --task matrix spread --seeds 8 "
-                 "--spread-steps 20000 --results baselines/results/shaq_vdn_qmix.json`",
-                 "shared_id (matrix game); shared (spread, the `jaxmarl` preset)",
-                 shaq_summary(results), "Wang et al. 2022"])  # fmt: skip
-    rows.append(["`python baselines/lbf_qmix_iql.py --algos shaq vdn qmix iql --results "
-                 "baselines/results/lbf_qmix_iql.json`", "shared_id (SHAQ: shared)",
-                 lbf_summary(results), "Rashid et al. 2018; Papoudakis et al. 2021"])  # fmt: skip
-    rows.append(["`python baselines/transf_qmix_spread.py --seeds 4 --steps 40000 --results "
-                 "baselines/results/transf_qmix_spread.json`",
-                 "TransfQMIX shared, QMIX shared_id (their `jaxmarl` presets)",
-                 transf_summary(results), "Gallici et al. 2023"])  # fmt: skip
-    rows.append(["`python baselines/exploration_collapse.py --seeds 32 --results "
-                 "baselines/results/exploration_collapse.json`",
-                 "shared, shared_id, grouped and independent (each run)",
-                 collapse_summary(results), "Weng & Lee 2026"])  # fmt: skip
-    rows.append(["`python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
-                 "baselines/results/aa_coin_game.json`", "independent (AA and its IPPO control)",
-                 aa_coin_summary(results), "Duque et al. 2025"])  # fmt: skip
-    rows.append(["`python baselines/tune_compare.py --task spread --json F` (and `--task "
-                 "speaker_listener --steps 163840`; files in `bench/results/tune/`)", "shared_id",
-                 tune_summary(TUNE), "Jaderberg et al. 2017; Li et al. 2020"])  # fmt: skip
+    rows += readme_rows(results, TUNE)
     return markdown_table(header, rows)
 
 

@@ -85,8 +85,7 @@ def shapley_summary(results: str) -> str:
 
 
 def _iqm(x) -> str:
-    point, low, high = iqm_ci(x)
-    return f"{point:.3f} [{low:.3f}, {high:.3f}]"
+    return _text(iqm_ci(x), 3)
 
 
 SWARM_POLICIES = {"mfpg[histogram]": "mfpg, histogram critic",
@@ -249,9 +248,13 @@ def tune_summary(tune: str) -> str:
             f"budgets random search ties both")  # fmt: skip
 
 
-def _mean_ci(x) -> str:
-    point, low, high = mean_ci(x)
-    return f"{point:.3f} [{low:.3f}, {high:.3f}]"
+def _mean_ci(x, digits: int = 3) -> str:
+    return _text(mean_ci(x), digits)
+
+
+def _text(estimate: tuple[float, float, float], digits: int) -> str:
+    point, low, high = estimate
+    return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def aa_coin_summary(results: str) -> str:
@@ -269,8 +272,7 @@ def aa_coin_summary(results: str) -> str:
 
 
 def _iqm2(x) -> str:
-    point, low, high = iqm_ci(x)
-    return f"{point:.2f} [{low:.2f}, {high:.2f}]"
+    return _text(iqm_ci(x), 2)
 
 
 def comparison_table(results: str, stem: str, metric: str, reference: str, **where) -> str:
@@ -285,11 +287,9 @@ def comparison_table(results: str, stem: str, metric: str, reference: str, **whe
     body = []
     for r in rows:
         x = values(r, metric)
-        point, low, high = mean_ci(x)
         p = "" if r["algo"] == reference else f"{p_greater(x, ref):.2f}"
-        body.append([r["algo"], r.get("parameter_mode", mode), _iqm2(x),
-                     f"{point:.2f} [{low:.2f}, {high:.2f}]", ", ".join(f"{v:.2f}" for v in x),
-                     p])  # fmt: skip
+        body.append([r["algo"], r.get("parameter_mode", mode), _iqm2(x), _mean_ci(x, 2),
+                     ", ".join(f"{v:.2f}" for v in x), p])  # fmt: skip
     header = ["algorithm", "parameter mode", "IQM [95% CI]", "mean [95% CI]", "per seed",
               f"P(> {reference})"]  # fmt: skip
     return markdown_table(header, body)
@@ -457,3 +457,44 @@ def maddpg_summary(results: str) -> str:
             f"{p_greater(gr['maddpg'], gr['mappo']):.2f} (greedy); MADDPG costs {cost:.0f}x "
             f"MAPPO's time per env step; FACMAC (typed, `--algos facmac,mappo`): "
             f"baselines/README.md")  # fmt: skip
+
+
+#: the README's generated rows of this module: (command, parameter mode, summary, reference);
+#: a summary reads `baselines/results/` except `tune_summary` (`bench/results/tune/`)
+README_ROWS = (
+    ("python baselines/shapley_credit.py --results baselines/results/shapley_credit.json",
+     "scripted policies", shapley_summary, "Heuillet et al. 2022"),
+    ("python baselines/bn_mappo_coordination.py --env matrix/penalty_k25-v0 --seeds 16 "
+     "--results baselines/results/bn_mappo_penalty_k25.json", "shared_id", bn_mappo_summary,
+     "Chen et al. 2023; Claus & Boutilier 1998"),
+    ("python baselines/swarm_meanfield.py --results baselines/results/swarm_meanfield.json",
+     "shared (mean field)", swarm_summary, "Cui et al. 2024 (Dec-POMFC)"),
+    ("python baselines/shaq_vdn_qmix.py --task matrix spread --seeds 8 --spread-steps 20000 "
+     "--results baselines/results/shaq_vdn_qmix.json",
+     "shared_id (matrix game); shared (spread, the `jaxmarl` preset)", shaq_summary,
+     "Wang et al. 2022"),
+    ("python baselines/lbf_qmix_iql.py --algos shaq vdn qmix iql --results "
+     "baselines/results/lbf_qmix_iql.json", "shared_id (SHAQ: shared)", lbf_summary,
+     "Rashid et al. 2018; Papoudakis et al. 2021"),
+    ("python baselines/transf_qmix_spread.py --seeds 4 --steps 40000 --results "
+     "baselines/results/transf_qmix_spread.json",
+     "TransfQMIX shared, QMIX shared_id (their `jaxmarl` presets)", transf_summary,
+     "Gallici et al. 2023"),
+    ("python baselines/exploration_collapse.py --seeds 32 --results "
+     "baselines/results/exploration_collapse.json",
+     "shared, shared_id, grouped and independent (each run)", collapse_summary,
+     "Weng & Lee 2026"),
+    ("python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
+     "baselines/results/aa_coin_game.json", "independent (AA and its IPPO control)",
+     aa_coin_summary, "Duque et al. 2025"),
+    ("`python baselines/tune_compare.py --task spread --json F` (and `--task speaker_listener "
+     "--steps 163840`; files in `bench/results/tune/`)", "shared_id", tune_summary,
+     "Jaderberg et al. 2017; Li et al. 2020"),
+)  # fmt: skip
+
+
+def readme_rows(results: str, tune: str) -> list[list[str]]:
+    """The README rows of `README_ROWS`, each summary computed from its stored files."""
+    quoted = lambda c: c if c.startswith("`") else f"`{c}`"  # noqa: E731
+    return [[quoted(command), mode, summary(tune if summary is tune_summary else results), ref]
+            for command, mode, summary, ref in README_ROWS]  # fmt: skip
