@@ -725,6 +725,8 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         ),
         "exploration-collapse": collapse_table(results),
         "harvest-iql": harvest_table(results, "iql"),
+        "maddpg-train": comparison_table(results, "maddpg_spread", "train", "mappo"),
+        "maddpg-greedy": comparison_table(results, "maddpg_spread", "greedy", "mappo"),
         "lbf-qmix-iql": comparison_table(results, "lbf_qmix_iql", "final_team_return", "iql"),
         "shaq-matrix": comparison_table(
             results, "shaq_vdn_qmix", "greedy_payoff", "shaq", task="matrix"

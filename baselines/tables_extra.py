@@ -487,6 +487,9 @@ README_ROWS = (
     ("python baselines/aa_coin_game.py --seeds 8 --steps 320000 --results "
      "baselines/results/aa_coin_game.json", "independent (AA and its IPPO control)",
      aa_coin_summary, "Duque et al. 2025"),
+    ("python baselines/maddpg_spread.py --seeds 4 --steps 200000 --utd 1.0 --results "
+     "baselines/results/maddpg_spread.json", "MADDPG independent; MAPPO shared_id",
+     maddpg_summary, "Lowe et al. 2017"),
     ("`python baselines/tune_compare.py --task spread --json F` (and `--task speaker_listener "
      "--steps 163840`; files in `bench/results/tune/`)", "shared_id", tune_summary,
      "Jaderberg et al. 2017; Li et al. 2020"),
