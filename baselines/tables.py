@@ -725,8 +725,11 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         ),
         "exploration-collapse": collapse_table(results),
         "harvest-iql": harvest_table(results, "iql"),
+        "harvest-ippo": harvest_table(results, "ippo"),
         "maddpg-train": comparison_table(results, "maddpg_spread", "train", "mappo"),
         "maddpg-greedy": comparison_table(results, "maddpg_spread", "greedy", "mappo"),
+        "hasac-train": comparison_table(results, "hasac_speaker_listener", "train", "masac"),
+        "hasac-greedy": comparison_table(results, "hasac_speaker_listener", "greedy", "masac"),
         "lbf-qmix-iql": comparison_table(results, "lbf_qmix_iql", "final_team_return", "iql"),
         "shaq-matrix": comparison_table(
             results, "shaq_vdn_qmix", "greedy_payoff", "shaq", task="matrix"

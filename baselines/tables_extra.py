@@ -459,6 +459,21 @@ def maddpg_summary(results: str) -> str:
             f"baselines/README.md")  # fmt: skip
 
 
+def hasac_summary(results: str) -> str:
+    """The README row's sentence for `hasac_speaker_listener.py`."""
+    data = read_results(os.path.join(results, "hasac_speaker_listener.json"))
+    cfg = data["config"]
+    gr = _scores(results, "hasac_speaker_listener", "greedy")
+    names = {"hasac": "HASAC", "masac": "MASAC", "mappo": "MAPPO"}
+    return (f"continuous speaker-listener (heterogeneous roles), "
+            f"{_steps_k(cfg['env_steps_per_seed'])} env steps x {cfg['seeds']} seeds: greedy "
+            "return IQM " + ", ".join(f"{names[a]} {_iqm2(x)}" for a, x in gr.items())
+            + f"; P(HASAC > MASAC) = {p_greater(gr['hasac'], gr['masac']):.2f}, "
+            f"P(HASAC > MAPPO) = {p_greater(gr['hasac'], gr['mappo']):.2f} (the scripted "
+            "listeners that ignore or use the message, 100k-step and 8-seed runs: "
+            "baselines/README.md)")  # fmt: skip
+
+
 #: the README's generated rows of this module: (command, parameter mode, summary, reference);
 #: a summary reads `baselines/results/` except `tune_summary` (`bench/results/tune/`)
 README_ROWS = (
@@ -490,6 +505,13 @@ README_ROWS = (
     ("python baselines/maddpg_spread.py --seeds 4 --steps 200000 --utd 1.0 --results "
      "baselines/results/maddpg_spread.json", "MADDPG independent; MAPPO shared_id",
      maddpg_summary, "Lowe et al. 2017"),
+    ("python baselines/hasac_speaker_listener.py --seeds 4 --steps 400000 --results "
+     "baselines/results/hasac_speaker_listener.json", "HASAC, MASAC independent; MAPPO shared_id",
+     hasac_summary, "Liu et al. 2024; Lowe et al. 2017"),
+    ("`python baselines/ippo_harvest_social.py --seeds 4 --updates 300 --punishment on off "
+     "--results baselines/results/harvest_social_ippo.json` (and `--algo iql`, "
+     "`harvest_social_iql.json`)", "shared_id", harvest_summary,
+     "Dasgupta & Musolesi 2025; Perolat et al. 2017"),
     ("`python baselines/tune_compare.py --task spread --json F` (and `--task speaker_listener "
      "--steps 163840`; files in `bench/results/tune/`)", "shared_id", tune_summary,
      "Jaderberg et al. 2017; Li et al. 2020"),
