@@ -38,7 +38,10 @@ for Multiagent Reinforcement Learning", TMLR 2023 (arXiv:2303.03196).
         [--seeds 3] [--envs 4] [--episodes 8] [--train-env league|population]
         [--lr 1e-3] [--ent-coef 0.01] [--gru 64]
         [--heldout 10 | --heldout-bots iocainebot,greenberg | --heldout-random 21]
-        [--out runs] [--name NAME]
+        [--out runs] [--name NAME] [--results baselines/results/rps_population.json]
+
+`--results` writes the three metrics per seed (all, training and held-out bots), every seed's
+mean return against each bot, and the reference bots' metrics, for the generated README row.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from marljax.evaluation.population import (
     within_population_exploitability,
 )
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 REFERENCE_BOTS = ("randbot", "iocainebot", "halbot", "greenberg")
@@ -108,6 +112,7 @@ def main() -> None:
     parser.add_argument("--minibatches", type=int, default=4, help="PPO minibatches (over envs)")
     parser.add_argument("--out", default="runs", help="parent folder of the run directory")
     parser.add_argument("--name", default="", help="run directory name (default: generated)")
+    parser.add_argument("--results", help="write the per-seed metrics and returns (JSON)")
     args = parser.parse_args()
 
     env, params = marljax.make(
@@ -187,8 +192,11 @@ def main() -> None:
     if held:
         groups["training bots"] = [i for i, b in enumerate(env.bots) if b not in held]
         groups["held-out bots"] = [i for i, b in enumerate(env.bots) if b in held]
+    rows = [{"bot": name, "held_out": name in held, "per_seed": {"return": means[:, i]}}
+            for i, name in enumerate(env.bots)]  # fmt: skip
     for label, cols in groups.items():
         m = _metrics(means[:, cols])
+        rows.append({"group": label, "bots": len(cols), "per_seed": m})
         print(f"\n{label} ({len(cols)}):")
         for k, v in m.items():
             print(f"  {k:<14}{_ci(v)}")
@@ -210,6 +218,17 @@ def main() -> None:
             f"  {name:<14}{ref['population_return'][i]:10.2f}"
             f"{ref['within_population_exploitability'][i]:12.2f}{ref['aggregate_score'][i]:10.2f}"
         )
+    if args.results:
+        reference = {name: {k: float(v[i]) for k, v in ref.items()}
+                     for i, name in enumerate(REFERENCE_BOTS)}  # fmt: skip
+        config = {"algo": "ippo", "parameter_mode": "shared", "agent": options,
+                  "train_env": train_id, "train_bots": len(train_bots), "held_out": held,
+                  "seeds": args.seeds, "updates": args.updates, "envs": args.envs,
+                  "rounds": args.rounds, "train_rounds": train_rounds, "lr": args.lr,
+                  "ent_coef": args.ent_coef, "episodes_per_bot": args.episodes,
+                  "learner_steps_per_seed": learner_steps, "run_dir": result.run_dir,
+                  "reference_bots": reference}  # fmt: skip
+        write_results(args.results, "baselines/rps_population.py", config, rows)
 
 
 if __name__ == "__main__":
