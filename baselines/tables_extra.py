@@ -474,6 +474,26 @@ def hasac_summary(results: str) -> str:
             "baselines/README.md)")  # fmt: skip
 
 
+def rps_summary(results: str) -> str:
+    """The README row's sentence for `rps_population.py` (all bots, the paper's metrics)."""
+    data = read_results(os.path.join(results, "rps_population.json"))
+    cfg = data["config"]
+    group = next(r for r in data["rows"] if r.get("group") == "all bots")
+    bots = {r["bot"]: values(r, "return") for r in data["rows"] if "bot" in r}
+    worst = min(bots, key=lambda b: np.mean(bots[b]))
+    ref = cfg["reference_bots"]
+    metric = lambda k: _mean_ci(values(group, k), 1)  # noqa: E731
+    return (f"the paper's protocol ({cfg['rounds']}-throw matches against all "
+            f"{group['bots']} competition bots): a recurrent IPPO agent trained on the league "
+            f"({cfg['seeds']} seeds, {cfg['learner_steps_per_seed']:,} learner steps each), "
+            f"mean [95% CI] over seeds: PopReturn {metric('PopReturn')}, WithinPopExpl "
+            f"{metric('WithinPopExpl')}, AggScore {metric('AggScore')} (in the bots' own "
+            f"cross-table: randbot {ref['randbot']['aggregate_score']:.1f}, Iocaine Powder "
+            f"{ref['iocainebot']['aggregate_score']:.1f}, Greenberg "
+            f"{ref['greenberg']['aggregate_score']:.1f}); its worst match is against {worst} "
+            f"({np.mean(bots[worst]):.1f} per match); held-out bots: baselines/README.md")  # fmt: skip
+
+
 #: the README's generated rows of this module: (command, parameter mode, summary, reference);
 #: a summary reads `baselines/results/` except `tune_summary` (`bench/results/tune/`)
 README_ROWS = (
@@ -512,6 +532,9 @@ README_ROWS = (
      "--results baselines/results/harvest_social_ippo.json` (and `--algo iql`, "
      "`harvest_social_iql.json`)", "shared_id", harvest_summary,
      "Dasgupta & Musolesi 2025; Perolat et al. 2017"),
+    ("python baselines/rps_population.py --updates 40 --envs 4 --seeds 5 --episodes 8 --rounds "
+     "1000 --results baselines/results/rps_population.json", "shared (one learner)", rps_summary,
+     "Lanctot et al. 2023"),
     ("`python baselines/tune_compare.py --task spread --json F` (and `--task speaker_listener "
      "--steps 163840`; files in `bench/results/tune/`)", "shared_id", tune_summary,
      "Jaderberg et al. 2017; Li et al. 2020"),
