@@ -447,8 +447,8 @@ def maddpg_summary(results: str) -> str:
     data = read_results(os.path.join(results, "maddpg_spread.json"))
     rows = {r["algo"]: r for r in data["rows"]}
     cfg = data["config"]
-    tr = {a: values(r, "train") for a, r in rows.items()}
-    gr = {a: values(r, "greedy") for a, r in rows.items()}
+    tr = _scores(results, "maddpg_spread", "train")
+    gr = _scores(results, "maddpg_spread", "greedy")
     cost = rows["mappo"]["env_steps_per_s"] / rows["maddpg"]["env_steps_per_s"]
     return (f"continuous simple spread, {_steps_k(cfg['env_steps_per_seed'])} env steps x "
             f"{cfg['seeds']} seeds: MADDPG (the paper's settings) reaches a per-agent training "
