@@ -10,6 +10,7 @@ With `--algo iql` the learners are independent DQNs (the value-based learner wit
 epsilon-greedy during training), as in the paper; they are evaluated greedily (argmax Q).
 
     python baselines/shared_vs_independent_dilemma.py [--algo ippo|iql] [--seeds 64] [--out runs]
+        [--results baselines/results/shared_vs_independent_ippo.json]  (per-seed rates, JSON)
 """
 
 import argparse
@@ -21,6 +22,7 @@ import marljax.envs.social  # noqa: F401  (registers social/*)
 from marljax.evaluation.rollout import evaluate_policy
 from marljax.evaluation.social import SocialMetrics, bootstrap_ci
 from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 #: per algorithm: (static agent settings, traced hparams, env steps per run)
@@ -42,8 +44,8 @@ SETTINGS = {
 }
 
 
-def run_mode(algo: str, mode: str, seeds: int, out: str, key: jax.Array) -> None:
-    """Train `seeds` runs in one program, then evaluate their cooperation rate."""
+def run_mode(algo: str, mode: str, seeds: int, out: str, key: jax.Array) -> dict:
+    """Train `seeds` runs in one program, evaluate their cooperation rate; the result row."""
     agent, hparams, steps = SETTINGS[algo]
     exp = Experiment(
         algo=algo,
@@ -75,6 +77,9 @@ def run_mode(algo: str, mode: str, seeds: int, out: str, key: jax.Array) -> None
         f"seeds; efficiency {np.mean(metrics['social/efficiency']):.3f} (max 4)"
     )
     print(f"{'':>11}  per seed: {' '.join(f'{r:.2f}' for r in rates)}  ({result.run_dir})")
+    efficiency = np.asarray(metrics["social/efficiency"])
+    return {"algo": algo, "parameter_mode": mode,
+            "per_seed": {"cooperation_rate": rates, "efficiency": efficiency}}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,9 +87,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--algo", default="ippo", choices=sorted(SETTINGS), help="learner")
     parser.add_argument("--seeds", type=int, default=64, help="number of seeds per mode")
     parser.add_argument("--out", default="runs", help="parent folder of the run directories")
+    parser.add_argument("--results", help="write both modes' per-seed rates here (JSON)")
     args = parser.parse_args(argv)
-    for mode in ("shared", "independent"):
-        run_mode(args.algo, mode, args.seeds, args.out, jax.random.PRNGKey(2026))
+    modes = ("shared", "independent")
+    rows = [run_mode(args.algo, m, args.seeds, args.out, jax.random.PRNGKey(2026)) for m in modes]
+    if args.results:
+        agent, hparams, steps = SETTINGS[args.algo]
+        config = {"algo": args.algo, "env": "social/stag_hunt-v0", "seeds": args.seeds,
+                  "parameter_mode": list(modes), "num_envs": 16, "rollout_len": 10,
+                  "total_env_steps": steps, "agent": agent, "hparams": hparams,
+                  "evaluation": "greedy" if args.algo == "iql" else "stochastic"}  # fmt: skip
+        write_results(args.results, "baselines/shared_vs_independent_dilemma.py", config, rows)
 
 
 if __name__ == "__main__":
