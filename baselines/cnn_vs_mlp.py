@@ -11,6 +11,7 @@ mean episode return over the last quarter of training. Kept small by default (a 
 a laptop CPU); raise `--updates` for a real comparison.
 
     python baselines/cnn_vs_mlp.py [--seeds 4] [--updates 60] [--envs 8] [--rollout 32]
+        [--tasks harvest_small lbf_grid_5x5] [--results baselines/results/cnn_vs_mlp_harvest.json]
 """
 
 import argparse
@@ -26,6 +27,7 @@ from marljax.evaluation.stats import (
     interval_estimate,
     probability_of_improvement_ci,
 )
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig, make_train
 
 TASKS = {
@@ -39,12 +41,14 @@ parser.add_argument("--updates", type=int, default=60)
 parser.add_argument("--envs", type=int, default=8)
 parser.add_argument("--rollout", type=int, default=32)
 parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+parser.add_argument("--results", help="write every (task, torso)'s per-seed scores here (JSON)")
+CONFIG = {"critic_input": "local", "parameter_mode": "shared_id"}
 
 
 def final_returns(env_id: str, overrides: dict, torso: str, args) -> np.ndarray:
     """`[seeds]` mean episode return over the last quarter of the updates of each seed."""
     env, params = marljax.make(env_id, **overrides)
-    config = PPOConfig(critic_input="local", parameter_mode="shared_id", torso=torso)
+    config = PPOConfig(torso=torso, **CONFIG)
     agent = make_ppo(config, env, params)
     steps = args.envs * args.rollout * args.updates
     run = TrainConfig(num_envs=args.envs, rollout_len=args.rollout, total_env_steps=steps)
@@ -60,24 +64,33 @@ def final_returns(env_id: str, overrides: dict, torso: str, args) -> np.ndarray:
 def main() -> None:
     args = parser.parse_args()
     print(f"{args.seeds} seeds, {args.envs * args.rollout * args.updates} env steps per run")
-    key = jax.random.PRNGKey(0)
+    key, rows = jax.random.PRNGKey(0), []
     for task in args.tasks:
         env_id, overrides = TASKS[task]
         scores = {}
         for torso in ("cnn", "mlp"):
             start = time.perf_counter()
             scores[torso] = final_returns(env_id, overrides, torso, args)[:, None]  # [seeds, 1]
+            seconds = time.perf_counter() - start
+            rows.append({"task": task, "env": env_id, "env_kwargs": overrides, "torso": torso,
+                         "seconds_incl_compile": seconds,
+                         "per_seed": {"final_return": scores[torso][:, 0]}})  # fmt: skip
             iqm = interval_estimate(key, aggregate_iqm, scores[torso])
             print(
                 f"{task:14s} {torso:4s} IQM {float(iqm.point):8.3f} "
                 f"[{float(iqm.low):.3f}, {float(iqm.high):.3f}] (95% bootstrap CI)  per seed "
                 f"{np.round(scores[torso][:, 0], 3).tolist()}"
-                f"  ({time.perf_counter() - start:.0f} s incl. compile)"
+                f"  ({seconds:.0f} s incl. compile)"
             )
         p = probability_of_improvement_ci(key, scores["cnn"], scores["mlp"])
         print(
             f"{task:14s} P(CNN > MLP) {float(p.point):.2f} [{float(p.low):.2f}, {float(p.high):.2f}]"
         )
+    if args.results:
+        config = {"seeds": args.seeds, "updates": args.updates, "num_envs": args.envs,
+                  "rollout_len": args.rollout, "algo": "ippo", "agent": CONFIG,
+                  "score": "mean episode return (per agent) over the last quarter of updates"}  # fmt: skip
+        write_results(args.results, "baselines/cnn_vs_mlp.py", config, rows)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ Reported: successes / seeds with a 95% Wilson score interval (Wilson 1927). Ever
 
     python baselines/hasac_matrix.py [--seeds 16] [--updates 300] [--alpha 0.05] [--actor-lr 3e-3]
         [--games climbing,penalty_k100,anticoordination]
+        [--results baselines/results/hasac_matrix.json]  (per-seed outcomes, JSON)
+
+`--actor-lr` takes several values (each a separate pair of programs per game).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import marljax
 from marljax.agents.base import Observation
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
 from marljax.envs.matrix.matrix_game import MatrixGame
+from marljax.shell.result_files import write_results
 from marljax.training import TrainConfig, broadcast_hparams, make_train, sweep
 
 GAMES = {"climbing": 11.0, "penalty_k100": 10.0, "anticoordination": 1.0}  # -> optimal payoff
@@ -62,8 +66,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 def run(
     game: str, sequential: bool, seeds: int, updates: int, hparams: SACHParams
-) -> tuple[int, list[tuple]]:
-    """Train `seeds` runs; return the number at the optimum and each seed's greedy joint action."""
+) -> tuple[list[bool], list[tuple]]:
+    """Train `seeds` runs; return whether each seed is at the optimum and its greedy joint action."""
     if game == "anticoordination":
         env = MatrixGame(np.stack([ANTICOORDINATION] * 2), name=game)
         params = env.default_params()
@@ -81,14 +85,14 @@ def run(
     greedy = jax.jit(
         lambda st: agent.act(st, (), observation, jax.random.PRNGKey(0), hparams, greedy=True)[0]
     )
-    joints, wins = [], 0
+    joints, wins = [], []
     for s in range(seeds):
         st = jax.tree.map(lambda x, s=s: x[0, s], states.agent_state)
         joint = greedy(st)[0]  # the policies' modes
         _, nts = env.step(jax.random.PRNGKey(1), env_state, jnp.asarray(joint), params)
         value = float(nts.reward.mean())
         joints.append(tuple(int(a) for a in joint))
-        wins += value >= GAMES[game] - 1e-6
+        wins.append(value >= GAMES[game] - 1e-6)
     return wins, joints
 
 
@@ -99,34 +103,50 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--alpha", type=float, default=float(HPARAMS.init_alpha), help="fixed temperature"
     )
-    parser.add_argument("--actor-lr", type=float, default=float(HPARAMS.actor_lr))
+    parser.add_argument("--actor-lr", type=float, nargs="+", default=[float(HPARAMS.actor_lr)])
     parser.add_argument(
         "--games",
         default="climbing,penalty_k100",
         help=f"comma-separated, from {', '.join(GAMES)}",
     )
+    parser.add_argument("--results", help="write every seed's greedy joint action here (JSON)")
     args = parser.parse_args(argv)
     games = [g.strip() for g in args.games.split(",") if g.strip()]
     unknown = sorted(set(games) - set(GAMES))
     if unknown or not games:
         parser.error(f"--games: unknown {unknown}; choose from {', '.join(GAMES)}")
-    hparams = HPARAMS.replace(init_alpha=args.alpha, actor_lr=args.actor_lr)
     steps = NUM_ENVS * ROLLOUT * args.updates
     print(
         f"{args.seeds} seeds, {steps} env steps per run, alpha {args.alpha}, actor lr "
         f"{args.actor_lr}, {jax.devices()[0].platform}"
     )
     print(f"{'game':14s} {'algo':6s} {'optimum':>8s} {'fraction':>9s}  95% Wilson CI    time")
-    for game in games:
-        for sequential, name in ((True, "hasac"), (False, "masac")):
-            t0 = time.perf_counter()
-            wins, joints = run(game, sequential, args.seeds, args.updates, hparams)
-            lo, hi = wilson_interval(wins, args.seeds)
-            elapsed = time.perf_counter() - t0
-            print(
-                f"{game:14s} {name:6s} {wins:>3d}/{args.seeds:<4d} {wins / args.seeds:9.2f}  "
-                f"[{lo:.2f}, {hi:.2f}]  {elapsed:5.0f}s   greedy joint actions: {joints}"
-            )
+    rows = []
+    for actor_lr in args.actor_lr:
+        hparams = HPARAMS.replace(init_alpha=args.alpha, actor_lr=actor_lr)
+        for game in games:
+            for sequential, name in ((True, "hasac"), (False, "masac")):
+                t0 = time.perf_counter()
+                wins, joints = run(game, sequential, args.seeds, args.updates, hparams)
+                lo, hi = wilson_interval(sum(wins), args.seeds)
+                elapsed = time.perf_counter() - t0
+                print(
+                    f"{game:14s} {name:6s} {sum(wins):>3d}/{args.seeds:<4d} "
+                    f"{sum(wins) / args.seeds:9.2f}  [{lo:.2f}, {hi:.2f}]  {elapsed:5.0f}s   "
+                    f"actor lr {actor_lr:g}, greedy joint actions: {joints}"
+                )
+                rows.append({"game": game, "algo": name, "alpha": args.alpha,
+                             "actor_lr": actor_lr, "seconds_incl_compile": elapsed,
+                             "per_seed": {"at_optimum": wins,
+                                          "action_0": [j[0] for j in joints],
+                                          "action_1": [j[1] for j in joints]}})  # fmt: skip
+    if args.results:
+        config = {"seeds": args.seeds, "updates": args.updates, "env_steps": steps,
+                  "num_envs": NUM_ENVS, "rollout_len": ROLLOUT, "alpha": args.alpha,
+                  "actor_lr": args.actor_lr, "critic_lr": float(HPARAMS.critic_lr),
+                  "agent": {**AGENT, "parameter_mode": SACConfig().parameter_mode},
+                  "games": games, "optimum": {g: GAMES[g] for g in games}}  # fmt: skip
+        write_results(args.results, "baselines/hasac_matrix.py", config, rows)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,15 @@ network, layer-normalised 2x256 Q-network, Q(lambda = 0.3) targets, epsilon 1 ->
 the run. The default budget is a quarter of the config's 2M steps (`--steps` to change it).
 
     python baselines/pqn_vdn_spread.py [--seeds 2] [--steps 491520] [--out runs]
+        [--results baselines/results/pqn_vdn_spread.json]  (per-seed team returns, JSON)
 """
 
 import argparse
 
 import numpy as np
 
-from marljax.shell.experiment import Experiment, final_returns, run_experiment
+from marljax.shell.experiment import Experiment, build, final_returns, run_experiment
+from marljax.shell.result_files import write_results
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,6 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=2, help="seeds, trained in one program")
     parser.add_argument("--steps", type=int, default=491_520, help="env steps per seed")
     parser.add_argument("--out", default="runs", help="parent folder of the run directory")
+    parser.add_argument("--results", help="write the per-seed team returns here (JSON)")
     args = parser.parse_args(argv)
     exp = Experiment(
         algo="pqn_vdn",
@@ -42,6 +45,11 @@ def main(argv: list[str] | None = None) -> None:
             f"seed {s}: team return {first[s]:.2f} (first 10 updates) -> {final[s]:.2f} (last update)"
         )
     print(f"run directory: {result.run_dir}")
+    if args.results:
+        mode = build(exp).agent_config.parameter_mode
+        rows = [{"algo": "pqn_vdn", "parameter_mode": mode,
+                 "per_seed": {"team_return_first10": first, "team_return_final": final}}]  # fmt: skip
+        write_results(args.results, "baselines/pqn_vdn_spread.py", exp.to_dict(), rows)
 
 
 if __name__ == "__main__":
