@@ -30,6 +30,8 @@ from tables_extra import (  # noqa: E402
     swarm_table,
     tune_table,
 )
+from tables_more import BLOCKS as MORE_BLOCKS  # noqa: E402
+from tables_more import readme_rows as more_readme_rows  # noqa: E402
 
 from marljax.benchmarks import ALGOS, TASKS, results_table
 from marljax.benchmarks.runner import read_state
@@ -676,7 +678,7 @@ def reproduced_table(results: str) -> str:
         "data and budget)",
         "Son et al. 2019",
     ])  # fmt: skip
-    rows += readme_rows(results, TUNE)
+    rows += readme_rows(results, TUNE) + more_readme_rows(results)
     return markdown_table(header, rows)
 
 
@@ -741,6 +743,7 @@ def generate(results: str = RESULTS, benchmarks: str = BENCHMARKS) -> dict[str, 
         "value-decomposition-nonmonotonic": value_decomposition_table(
             results, "matrix/nonmonotonic-v0"
         ),
+        **{name: table(results) for name, table in MORE_BLOCKS.items()},
     }
 
 
