@@ -20,7 +20,6 @@ Reported: successes / seeds with a 95% Wilson score interval (Wilson 1927). Ever
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import jax
@@ -31,7 +30,7 @@ import marljax
 from marljax.agents.base import Observation
 from marljax.agents.sac import SACConfig, SACHParams, make_sac
 from marljax.envs.matrix.matrix_game import MatrixGame
-from marljax.shell.result_files import write_results
+from marljax.shell.result_files import wilson_interval, write_results
 from marljax.training import TrainConfig, broadcast_hparams, make_train, sweep
 
 GAMES = {"climbing": 11.0, "penalty_k100": 10.0, "anticoordination": 1.0}  # -> optimal payoff
@@ -53,21 +52,10 @@ HPARAMS = SACHParams(actor_lr=3e-3, critic_lr=3e-3, init_alpha=0.05)
 NUM_ENVS, ROLLOUT = 8, 2
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion (E. B. Wilson, JASA 1927)."""
-    if n <= 0:
-        raise ValueError(f"wilson_interval needs n >= 1 trials, got {n}")
-    p = successes / n
-    denom = 1.0 + z**2 / n
-    centre = (p + z**2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def run(
     game: str, sequential: bool, seeds: int, updates: int, hparams: SACHParams
-) -> tuple[list[bool], list[tuple]]:
-    """Train `seeds` runs; return whether each seed is at the optimum and its greedy joint action."""
+) -> tuple[list[float], list[tuple]]:
+    """Train `seeds` runs; return each seed's greedy joint action and its (common) payoff."""
     if game == "anticoordination":
         env = MatrixGame(np.stack([ANTICOORDINATION] * 2), name=game)
         params = env.default_params()
@@ -85,15 +73,15 @@ def run(
     greedy = jax.jit(
         lambda st: agent.act(st, (), observation, jax.random.PRNGKey(0), hparams, greedy=True)[0]
     )
-    joints, wins = [], []
+    joints, payoffs = [], []
     for s in range(seeds):
         st = jax.tree.map(lambda x, s=s: x[0, s], states.agent_state)
         joint = greedy(st)[0]  # the policies' modes
         _, nts = env.step(jax.random.PRNGKey(1), env_state, jnp.asarray(joint), params)
         value = float(nts.reward.mean())
         joints.append(tuple(int(a) for a in joint))
-        wins.append(value >= GAMES[game] - 1e-6)
-    return wins, joints
+        payoffs.append(value)
+    return payoffs, joints
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         for game in games:
             for sequential, name in ((True, "hasac"), (False, "masac")):
                 t0 = time.perf_counter()
-                wins, joints = run(game, sequential, args.seeds, args.updates, hparams)
+                payoffs, joints = run(game, sequential, args.seeds, args.updates, hparams)
+                wins = [v >= GAMES[game] - 1e-6 for v in payoffs]
                 lo, hi = wilson_interval(sum(wins), args.seeds)
                 elapsed = time.perf_counter() - t0
                 print(
@@ -137,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 rows.append({"game": game, "algo": name, "alpha": args.alpha,
                              "actor_lr": actor_lr, "seconds_incl_compile": elapsed,
-                             "per_seed": {"at_optimum": wins,
+                             "per_seed": {"at_optimum": wins, "payoff": payoffs,
                                           "action_0": [j[0] for j in joints],
                                           "action_1": [j[1] for j in joints]}})  # fmt: skip
     if args.results:

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from marljax.shell.result_files import (
     count,
     iqm_ci,
     markdown_table,
+    mcnemar_exact,
     mean_ci,
     p_greater,
     read_results,
     values,
+    wilson_interval,
 )
 
 IPD_STATES = ("start", "CC", "CD", "DC", "DD")
@@ -96,12 +100,94 @@ def lbf_mappo_table(results: str) -> str:
     return markdown_table(header, body)
 
 
+GAME_NAMES = {"climbing": "climbing", "penalty_k100": "penalty k=100",
+              "anticoordination": "anti-coordination"}  # fmt: skip
+
+
+def _optimum(row: dict) -> str:
+    wins = values(row, "at_optimum")
+    low, high = wilson_interval(int(wins.sum()), wins.size)
+    return f"{count(wins, lambda x: x > 0)} [{low:.2f}, {high:.2f}]"
+
+
+def _joints(row: dict) -> str:
+    """The greedy joint actions the seeds ended at, with their payoffs, most frequent first."""
+    joint = list(zip(values(row, "action_0").astype(int), values(row, "action_1").astype(int)))
+    payoff = dict(zip(joint, values(row, "payoff")))
+    n = len(joint)
+    order = sorted(set(joint), key=lambda j: (-joint.count(j), j))
+    return ", ".join(f"({a}, {b}) = {payoff[(a, b)]:g} in {joint.count((a, b))}/{n}"
+                     for a, b in order)  # fmt: skip
+
+
+def _pairs(results: str, stem: str):
+    """`(row, hasac row, masac row)` per (game, actor lr) of a `hasac_matrix.py` file."""
+    data = _read(results, stem)
+    by = {(r["game"], r["actor_lr"], r["algo"]): r for r in data["rows"]}
+    for game, lr, algo in by:
+        if algo == "hasac":
+            yield data, by[(game, lr, "hasac")], by[(game, lr, "masac")]
+
+
+def _same(h: dict, m: dict) -> np.ndarray:
+    return (values(h, "action_0") == values(m, "action_0")) & (
+        values(h, "action_1") == values(m, "action_1")
+    )
+
+
+def hasac_matrix_table(results: str) -> str:
+    """`hasac_matrix.py` on climbing and penalty: seeds at the optimum and where they ended."""
+    header = ["Game", "Temperature / actor lr", "HASAC at optimum [95% CI]",
+              "MASAC at optimum [95% CI]", "HASAC's greedy joint actions",
+              "Seeds where MASAC ended at the same joint action"]  # fmt: skip
+    body = []
+    for stem in ("hasac_matrix", "hasac_matrix_alpha05"):
+        for _, h, m in _pairs(results, stem):
+            body.append([GAME_NAMES[h["game"]], f"{h['alpha']:g} / {h['actor_lr']:g}",
+                         _optimum(h), _optimum(m), _joints(h),
+                         count(_same(h, m), lambda x: x)])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def hasac_anticoordination_table(results: str) -> str:
+    """`hasac_matrix.py --games anticoordination`: per actor lr, with the paired exact test."""
+    header = ["Actor lr", "HASAC at optimum [95% CI]", "MASAC at optimum [95% CI]",
+              "Seeds only HASAC / only MASAC solved", "exact McNemar p"]  # fmt: skip
+    body = []
+    for _, h, m in _pairs(results, "hasac_matrix_anticoordination"):
+        a, b = values(h, "at_optimum") > 0, values(m, "at_optimum") > 0
+        only_h, only_m = int(np.sum(a & ~b)), int(np.sum(b & ~a))
+        body.append([f"{h['actor_lr']:g}", _optimum(h), _optimum(m), f"{only_h} / {only_m}",
+                     f"{mcnemar_exact(only_h, only_m):.2f}"])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def hasac_matrix_summary(results: str) -> str:
+    """One sentence on `hasac_matrix.py`: optima reached and how often the two schemes differ."""
+    reached, pairs, same = [], 0, 0
+    for stem in ("hasac_matrix", "hasac_matrix_alpha05", "hasac_matrix_anticoordination"):
+        for _, h, m in _pairs(results, stem):
+            wins = [int(values(r, "at_optimum").sum()) for r in (h, m)]
+            n = values(h, "at_optimum").size
+            reached.append(f"{GAME_NAMES[h['game']]} (actor lr {h['actor_lr']:g}) "
+                           f"{wins[0]}/{n} vs {wins[1]}/{n}")  # fmt: skip
+            pairs, same = pairs + n, same + int(_same(h, m).sum())
+    return (
+        "seeds whose greedy joint action is optimal, HASAC vs MASAC: "
+        + "; ".join(reached)
+        + f"; the two schemes ended at the same joint action in {same} of {pairs} paired "
+        "runs"
+    )
+
+
 #: marker name -> generator of this module (`tables.generate` adds them)
 BLOCKS = {
     "aa-ipd": aa_ipd_table,
     "dilemma-ippo": lambda results: dilemma_table(results, "ippo"),
     "dilemma-iql": lambda results: dilemma_table(results, "iql"),
     "lbf-mappo-ippo": lbf_mappo_table,
+    "hasac-matrix": hasac_matrix_table,
+    "hasac-anticoordination": hasac_anticoordination_table,
 }
 
 

@@ -89,6 +89,19 @@ def test_statistics_are_computed_and_reproducible():
         results.mean_ci(np.array([1.0, np.nan]))
 
 
+def test_binomial_intervals_and_paired_test():
+    low, high = results.wilson_interval(0, 16)
+    assert low == 0.0 and high == pytest.approx(0.1936, abs=1e-4)  # not the Wald interval's 0
+    low, high = results.wilson_interval(55, 64)
+    assert low < 55 / 64 < high and (low, high) == pytest.approx((0.754, 0.924), abs=1e-3)
+    assert results.wilson_interval(64, 64)[1] == 1.0
+    with pytest.raises(ValueError, match="n >= 1"):
+        results.wilson_interval(0, 0)
+    assert results.mcnemar_exact(5, 1) == pytest.approx(14 / 64)  # 2 P(B(6, 1/2) <= 1)
+    assert results.mcnemar_exact(1, 5) == results.mcnemar_exact(5, 1)
+    assert results.mcnemar_exact(0, 0) == 1.0 and results.mcnemar_exact(3, 3) == 1.0
+
+
 def test_blocks_are_filled_between_their_markers():
     text = "a\n<!-- results:t -->\nold\n<!-- /results:t -->\nb\n"
     assert results.block_names(text) == ["t"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import re
 import sys
@@ -158,6 +159,28 @@ def p_greater(x: np.ndarray, y: np.ndarray) -> float:
 
     as_runs = lambda v: np.asarray(v, np.float32)[:, None]  # noqa: E731
     return float(probability_of_improvement(as_runs(x), as_runs(y)))
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion (E. B. Wilson, JASA 1927)."""
+    if n <= 0:
+        raise ValueError(f"wilson_interval needs n >= 1 trials, got {n}")
+    p = successes / n
+    denom = 1.0 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def mcnemar_exact(only_x: int, only_y: int) -> float:
+    """Two-sided exact McNemar p-value of paired binary outcomes: `only_x` pairs where only the
+    first succeeded, `only_y` where only the second did (a binomial test of the discordant
+    pairs at 1/2; 1.0 when there are none)."""
+    n, k = only_x + only_y, min(only_x, only_y)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
 
 
 def count(x: np.ndarray, ok: Callable[[np.ndarray], np.ndarray]) -> str:
