@@ -164,20 +164,154 @@ def hasac_anticoordination_table(results: str) -> str:
 
 def hasac_matrix_summary(results: str) -> str:
     """One sentence on `hasac_matrix.py`: optima reached and how often the two schemes differ."""
-    reached, pairs, same = [], 0, 0
+    hard, anti, pairs, same = [], [], 0, 0
     for stem in ("hasac_matrix", "hasac_matrix_alpha05", "hasac_matrix_anticoordination"):
         for _, h, m in _pairs(results, stem):
             wins = [int(values(r, "at_optimum").sum()) for r in (h, m)]
             n = values(h, "at_optimum").size
-            reached.append(f"{GAME_NAMES[h['game']]} (actor lr {h['actor_lr']:g}) "
-                           f"{wins[0]}/{n} vs {wins[1]}/{n}")  # fmt: skip
+            (anti if h["game"] == "anticoordination" else hard).append((wins, n))
             pairs, same = pairs + n, same + int(_same(h, m).sum())
+    hard_text = ", ".join(f"{w[0]}/{n} vs {w[1]}/{n}" for w, n in hard)
+    lo = min(min(w) for w, _ in anti)
     return (
-        "seeds whose greedy joint action is optimal, HASAC vs MASAC: "
-        + "; ".join(reached)
-        + f"; the two schemes ended at the same joint action in {same} of {pairs} paired "
-        "runs"
+        f"seeds whose greedy joint action is optimal, HASAC vs MASAC: climbing and penalty "
+        f"k=100 (two temperature / learning-rate settings) {hard_text}; anti-coordination "
+        f"over {len(anti)} actor learning rates {lo}-{anti[0][1]}/{anti[0][1]} for both; the "
+        f"two schemes ended at the same joint action in {same} of {pairs} paired runs"
     )
+
+
+def _seeds(x) -> str:
+    return ", ".join(f"{v:.2f}" for v in np.asarray(x))
+
+
+def mapf_table(results: str) -> str:
+    """`mapf_learned_vs_planner.py`: learned throughput at the start and end, and the heuristics."""
+    data = _read(results, "mapf_learned_vs_planner")
+    rows = {r["policy"]: r for r in data["rows"]}
+    planner = np.asarray(rows["planner heuristic"]["per_episode"]["throughput"])
+    header = ["policy", "parameter mode", "first 8 updates, per seed", "last 8 updates, per seed",
+              "last 8 updates, mean", "of the planner's"]  # fmt: skip
+    body = []
+    for name, r in rows.items():
+        if "per_episode" in r:
+            tp = np.asarray(r["per_episode"]["throughput"])
+            body.append([name, "", "", "", f"{tp.mean():.3f} +- {tp.std() / np.sqrt(tp.size):.3f} "
+                         f"(s.e.m., {tp.size} episodes)", f"{tp.mean() / planner.mean():.0%}"])  # fmt: skip
+            continue
+        first, last = values(r, "throughput_first8"), values(r, "throughput_last8")
+        body.append([name.upper(), r["parameter_mode"], ", ".join(f"{v:.3f}" for v in first),
+                     ", ".join(f"{v:.3f}" for v in last), f"{last.mean():.3f}",
+                     f"{last.mean() / planner.mean():.0%}"])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def mapf_summary(results: str) -> str:
+    """One sentence on `mapf_learned_vs_planner.py`."""
+    data = _read(results, "mapf_learned_vs_planner")
+    rows = {r["policy"]: r for r in data["rows"]}
+    planner = np.mean(rows["planner heuristic"]["per_episode"]["throughput"])
+    learned = [f"{a.upper()} {values(rows[a], 'throughput_last8').mean():.3f}"
+               for a in ("ippo", "mappo")]  # fmt: skip
+    return (
+        f"lifelong MAPF 8x8, 4 agents, {data['config']['total_env_steps']:,} env steps x "
+        f"{data['config']['seeds']} seeds: throughput (goals per step) of the last 8 updates "
+        + ", ".join(learned)
+        + f" vs the planner heuristic's {planner:.3f} (full map "
+        f"knowledge) and random {np.mean(rows['uniform random']['per_episode']['throughput']):.3f}"
+    )
+
+
+def cnn_table(results: str, stem: str, task: str) -> str:
+    """`cnn_vs_mlp.py` on one task: IQM of each torso, per seed, and P(CNN > MLP)."""
+    data = _read(results, stem)
+    rows = {r["torso"]: r for r in data["rows"] if r["task"] == task}
+    mlp = values(rows["mlp"], "final_return")
+    header = ["torso", "IQM [95% CI]", "per seed", "seeds with return > 0",
+              "wall time incl. compile", "P(> MLP)"]  # fmt: skip
+    body = []
+    for torso, r in rows.items():
+        x = values(r, "final_return")
+        p = "" if torso == "mlp" else f"{p_greater(x, mlp):.2f}"
+        body.append([torso.upper(), _ci(iqm_ci(x), 2), _seeds(x), count(x, lambda v: v > 0),
+                     f"{r['seconds_incl_compile']:.0f} s", p])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def pqn_table(results: str) -> str:
+    """`pqn_vdn_spread.py`: team return of the training episodes, first 10 updates and last."""
+    data = _read(results, "pqn_vdn_spread")
+    r = data["rows"][0]
+    first, final = values(r, "team_return_first10"), values(r, "team_return_final")
+    header = ["algorithm", "parameter mode", "env steps per seed", "first 10 updates, per seed",
+              "last update, per seed", "last update, IQM [95% CI]"]  # fmt: skip
+    steps = data["config"]["train"]["total_env_steps"]
+    return markdown_table(header, [[f"PQN-VDN (`{data['config']['preset']}` preset)",
+                                    r["parameter_mode"], f"{steps:,}", _seeds(first),
+                                    _seeds(final), _ci(iqm_ci(final), 2)]])  # fmt: skip
+
+
+def baseline_main_table(results: str, stem: str) -> str:
+    """A `baseline_main` script's file: final training (and greedy) return per setting (a row
+    without a parameter mode is an algorithm with one network for all agents, such as MAT)."""
+    data = _read(results, stem)
+    greedy = "greedy_return" in data["rows"][0]["per_seed"]
+    header = ["algorithm", "parameter mode", "env steps per seed", "final return, per seed",
+              "IQM [95% CI]"] + (["greedy return, IQM [95% CI]"] if greedy else [])  # fmt: skip
+    body = []
+    for r in data["rows"]:
+        x = values(r, "final_return")
+        body.append([r["algo"].upper(), r["parameter_mode"] or "one network for all agents",
+                     f"{data['config']['train']['total_env_steps']:,}", _seeds(x),
+                     _ci(iqm_ci(x), 2)]
+                    + ([_ci(iqm_ci(values(r, "greedy_return")), 2)] if greedy else []))  # fmt: skip
+    return markdown_table(header, body)
+
+
+SAC_NAMES = {"hasac": "HASAC", "masac": "MASAC", "mappo": "MAPPO"}
+
+
+def sac_table(results: str, stem: str) -> str:
+    """`hasac_spread.py` / `hasac_speaker_listener.py`: both scores per algorithm, with
+    P(> the first algorithm's other SAC scheme or MAPPO) and the final temperature / entropy."""
+    data = _read(results, stem)
+    rows = {r["algo"]: r for r in data["rows"]}
+    reference = "masac" if "masac" in rows else "mappo"
+    header = ["algorithm", "parameter mode", "train per seed", "train IQM [95% CI]",
+              "greedy per seed", "greedy IQM [95% CI]", f"P(> {SAC_NAMES[reference]}) "
+              "train / greedy", "final alpha / entropy per agent", "wall (all seeds)"]  # fmt: skip
+    body = []
+    for algo, r in rows.items():
+        tr, gr = values(r, "train"), values(r, "greedy")
+        p = "" if algo == reference else (
+            f"{p_greater(tr, values(rows[reference], 'train')):.2f} / "
+            f"{p_greater(gr, values(rows[reference], 'greedy')):.2f}")  # fmt: skip
+        final = r.get("final", {})
+        alpha = f"{final['alpha']:.3f}" if "alpha" in final else "-"
+        entropy = f"{final['entropy']:.2f}" if "entropy" in final else "-"
+        body.append([SAC_NAMES[algo], r["parameter_mode"], _seeds(tr), _ci(iqm_ci(tr), 2),
+                     _seeds(gr), _ci(iqm_ci(gr), 2), p, f"{alpha} / {entropy}",
+                     f"{r['seconds']:.0f} s"])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def collapse_grid_table(results: str, stem: str, axis: str) -> str:
+    """`exploration_collapse.py` over one more axis (`"hidden"` width or `"anneal"` fraction):
+    greedy cooperation, mean [95% CI] per mode, and P(mode > shared), at each final epsilon."""
+    data = _read(results, stem)
+    if len({r["temptation"] for r in data["rows"]}) != 1:
+        raise ValueError(f"{stem}: one temptation expected (the table has no temptation column)")
+    by = {(r[axis], r["eps"], r["mode"]): values(r, "cooperation") for r in data["rows"]}
+    modes = list(dict.fromkeys(m for _, _, m in by))
+    others = [m for m in modes if m != "shared"]
+    label = {"hidden": "hidden", "anneal": "anneal over (fraction of training)"}[axis]
+    header = [label, "final epsilon", *modes, *(f"P({m} > shared)" for m in others)]
+    body = []
+    for value, eps in dict.fromkeys((v, e) for v, e, _ in by):
+        shared = by[value, eps, "shared"]
+        body.append([f"{value:g}", f"{eps:g}", *(_ci(mean_ci(by[value, eps, m]), 3) for m in modes),
+                     *(f"{p_greater(by[value, eps, m], shared):.2f}" for m in others)])  # fmt: skip
+    return markdown_table(header, body)
 
 
 #: marker name -> generator of this module (`tables.generate` adds them)
@@ -188,6 +322,21 @@ BLOCKS = {
     "lbf-mappo-ippo": lbf_mappo_table,
     "hasac-matrix": hasac_matrix_table,
     "hasac-anticoordination": hasac_anticoordination_table,
+    "mapf": mapf_table,
+    "cnn-harvest": lambda results: cnn_table(results, "cnn_vs_mlp_harvest", "harvest_small"),
+    "cnn-lbf": lambda results: cnn_table(results, "cnn_vs_mlp_lbf", "lbf_grid_5x5"),
+    "pqn-vdn-spread": pqn_table,
+    "mat-mpe": lambda results: baseline_main_table(results, "mat_mpe"),
+    **{
+        name.replace("_", "-"): (lambda results, n=name: sac_table(results, n))
+        for name in (
+            "hasac_spread",
+            "hasac_speaker_listener_100k",
+            "hasac_speaker_listener_100k_used",
+            "hasac_speaker_listener_8seeds",
+            "hasac_speaker_listener_used",
+        )
+    },
 }
 
 
@@ -221,6 +370,32 @@ def lbf_mappo_summary(results: str) -> str:
     return (
         f"LBF 8x8-2p-2f-coop, {data['config']['total_env_steps']:,} env steps x {seeds} "
         "seeds, team return of the last 10 updates, IQM [95% CI]: " + ", ".join(parts)
+    )
+
+
+def cnn_summary(results: str) -> str:
+    """One sentence on `cnn_vs_mlp.py` on Harvest."""
+    data = _read(results, "cnn_vs_mlp_harvest")
+    x = {r["torso"]: values(r, "final_return") for r in data["rows"]}
+    steps = data["config"]["num_envs"] * data["config"]["rollout_len"] * data["config"]["updates"]
+    return (
+        f"IPPO on Harvest (7x7 windows), {steps:,} env steps x {data['config']['seeds']} "
+        f"seeds, return per agent over the last quarter of training, IQM [95% CI]: CNN torso "
+        f"{_ci(iqm_ci(x['cnn']), 2)} ({count(x['cnn'], lambda v: v > 0)} seeds above 0), "
+        f"flattened MLP {_ci(iqm_ci(x['mlp']), 2)} ({count(x['mlp'], lambda v: v > 0)}); "
+        f"P(CNN > MLP) = {p_greater(x['cnn'], x['mlp']):.2f}"
+    )
+
+
+def hasac_spread_summary(results: str) -> str:
+    """One sentence on `hasac_spread.py`."""
+    data = _read(results, "hasac_spread")
+    rows = {r["algo"]: r for r in data["rows"]}
+    h, m = values(rows["hasac"], "greedy"), values(rows["mappo"], "greedy")
+    return (
+        f"continuous simple spread, {data['config']['env_steps_per_seed']:,} env steps x "
+        f"{data['config']['seeds']} seeds: greedy return IQM HASAC {_ci(iqm_ci(h), 2)}, MAPPO "
+        f"{_ci(iqm_ci(m), 2)}; P(HASAC > MAPPO) = {p_greater(h, m):.2f}"
     )
 
 
