@@ -136,7 +136,8 @@ def swarm_summary(results: str) -> str:
 
 #: `bn_mappo_coordination.py`'s result files, by the column title of their game
 BN_MAPPO = {"penalty k = 25": "bn_mappo_penalty_k25.json",
-            "3-agent coordination": "bn_mappo_coordination_3p.json"}  # fmt: skip
+            "3-agent coordination": "bn_mappo_coordination_3p.json",
+            "penalty k = 100": "bn_mappo_penalty_k100.json"}  # fmt: skip
 BN_VARIANTS = {"MAPPO": "MAPPO", "BN-MAPPO (chain graph)": "BN chain",
                "BN-MAPPO (full graph)": "BN full",
                "BN-MAPPO (learned graph)": "BN learned (dense start, default)",

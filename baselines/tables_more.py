@@ -314,6 +314,37 @@ def collapse_grid_table(results: str, stem: str, axis: str) -> str:
     return markdown_table(header, body)
 
 
+COOP, PUNISH = "social/cooperation_rate", "social/punishment_rate"
+
+
+def _steps(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 else f"{n:,}"
+
+
+def social_table(results: str, files: dict[str, str]) -> str:
+    """`social_mechanisms.py` families of several result files (`{learner label: stem}`):
+    cooperation per condition, each compared with its family's control (the first condition)."""
+    header = ["learner", "parameter mode", "game", "condition", "steps x seeds",
+              "cooperation rate, mean [95% CI]", "return per round", "punishment rate",
+              "P(> control)"]  # fmt: skip
+    body = []
+    for label, stem in files.items():
+        data, first, control = _read(results, stem), True, {}
+        for r in data["rows"]:
+            coop = values(r, COOP)
+            steps = data["config"]["env_steps_per_seed"] * (2 if r["per_round_learner"] else 1)
+            is_control = r["family"] not in control
+            control.setdefault(r["family"], coop)
+            body.append([label if first else None, r["parameter_mode"] if first else None,
+                         r["family"] if is_control else None, r["condition"],
+                         f"{_steps(steps)} x {coop.size}", _ci(mean_ci(coop), 3),
+                         f"{values(r, 'return_per_round').mean():.2f}",
+                         f"{values(r, PUNISH).mean():.3f}" if PUNISH in r["per_seed"] else None,
+                         None if is_control else f"{p_greater(coop, control[r['family']]):.2f}"])  # fmt: skip
+            first = False
+    return markdown_table(header, body)
+
+
 #: marker name -> generator of this module (`tables.generate` adds them)
 BLOCKS = {
     "aa-ipd": aa_ipd_table,
@@ -337,6 +368,13 @@ BLOCKS = {
             "hasac_speaker_listener_used",
         )
     },
+    "social-ippo": lambda r: social_table(r, {"IPPO": "social_mechanisms_ippo"}),
+    "social-iql": lambda r: social_table(r, {"DQN (greedy)": "social_mechanisms_iql"}),
+    "social-coin": lambda r: social_table(
+        r, {"IPPO": "social_coin_ippo", "DQN (greedy)": "social_coin_iql"}
+    ),
+    "collapse-width": lambda r: collapse_grid_table(r, "exploration_collapse_width", "hidden"),
+    "collapse-anneal": lambda r: collapse_grid_table(r, "exploration_collapse_anneal", "anneal"),
 }
 
 
@@ -410,6 +448,15 @@ README_ROWS = (
     ("python baselines/lbf_mappo_ippo.py --steps 400000 --results "
      "baselines/results/lbf_mappo_ippo.json", "shared_id", lbf_mappo_summary,
      "Papoudakis et al. 2021"),
+    ("`python baselines/hasac_matrix.py --seeds 16 --updates 300 --results "
+     "baselines/results/hasac_matrix.json` (and the two other commands of baselines/README.md)",
+     "independent", hasac_matrix_summary, "Liu et al. 2024; Claus & Boutilier 1998"),
+    ("python baselines/hasac_spread.py --seeds 4 --steps 200000 --utd 1.0 --preset harl_mpe "
+     "--results baselines/results/hasac_spread.json", "HASAC independent; MAPPO shared_id",
+     hasac_spread_summary, "Liu et al. 2024"),
+    ("python baselines/mapf_learned_vs_planner.py --results "
+     "baselines/results/mapf_learned_vs_planner.json", "shared", mapf_summary,
+     "Skrynnik et al. 2024"),
 )  # fmt: skip
 
 
