@@ -345,6 +345,23 @@ def social_table(results: str, files: dict[str, str]) -> str:
     return markdown_table(header, body)
 
 
+def rps_bots_table(results: str, shown: int = 6) -> str:
+    """`rps_population.py`: the paper's metrics over seeds, and the agent's return per match
+    against its `shown` worst and best bots."""
+    data = _read(results, "rps_population")
+    group = next(r for r in data["rows"] if r.get("group") == "all bots")
+    bots = {r["bot"]: values(r, "return") for r in data["rows"] if "bot" in r}
+    order = sorted(bots, key=lambda b: bots[b].mean())
+    header = ["", "mean [95% CI] over seeds"]
+    body = [[m, _ci(mean_ci(values(group, m)), 1)]
+            for m in ("PopReturn", "WithinPopExpl", "AggScore")]  # fmt: skip
+    body += [[f"vs {b} (worst {i + 1})", _ci(mean_ci(bots[b]), 1)]
+             for i, b in enumerate(order[:shown])]  # fmt: skip
+    body += [[f"vs {b} (best {i + 1})", _ci(mean_ci(bots[b]), 1)]
+             for i, b in enumerate(reversed(order[-shown:]))]  # fmt: skip
+    return markdown_table(header, body)
+
+
 #: marker name -> generator of this module (`tables.generate` adds them)
 BLOCKS = {
     "aa-ipd": aa_ipd_table,
@@ -373,6 +390,7 @@ BLOCKS = {
     "social-coin": lambda r: social_table(
         r, {"IPPO": "social_coin_ippo", "DQN (greedy)": "social_coin_iql"}
     ),
+    "rps-bots": rps_bots_table,
     "collapse-width": lambda r: collapse_grid_table(r, "exploration_collapse_width", "hidden"),
     "collapse-anneal": lambda r: collapse_grid_table(r, "exploration_collapse_anneal", "anneal"),
 }
