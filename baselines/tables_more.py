@@ -475,6 +475,9 @@ README_ROWS = (
     ("python baselines/mapf_learned_vs_planner.py --results "
      "baselines/results/mapf_learned_vs_planner.json", "shared", mapf_summary,
      "Skrynnik et al. 2024"),
+    ("python baselines/cnn_vs_mlp.py --tasks harvest_small --seeds 8 --updates 400 --envs 8 "
+     "--rollout 32 --results baselines/results/cnn_vs_mlp_harvest.json", "shared_id", cnn_summary,
+     "Perolat et al. 2017 (the Harvest task)"),
 )  # fmt: skip
 
 
