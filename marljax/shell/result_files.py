@@ -15,7 +15,9 @@ tables being regenerated (`python baselines/tables.py --check`).
 
 Summary statistics of a table are computed, never typed: `mean_ci` (mean with a percentile
 bootstrap 95% CI over seeds, fixed resampling key so the text is reproducible), `iqm`,
-`p_greater` (the library's estimators in `marljax.evaluation`) and `count` ("k/n seeds").
+`p_greater` (the library's estimators in `marljax.evaluation`) and `count` ("k/n seeds");
+for binary outcomes per seed, `wilson_interval` (a proportion's 95% interval) and
+`mcnemar_exact` (two schemes run on the same seeds).
 """
 
 from __future__ import annotations
@@ -256,10 +258,12 @@ __all__ = [
     "iqm",
     "iqm_ci",
     "markdown_table",
+    "mcnemar_exact",
     "mean_ci",
     "p_greater",
     "read_results",
     "stale_blocks",
     "values",
+    "wilson_interval",
     "write_results",
 ]
