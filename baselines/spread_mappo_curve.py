@@ -12,6 +12,7 @@ Edge of the Statistical Precipice", NeurIPS 2021; `marljax.evaluation.stats`), p
 points and plotted to `<out>/spread_mappo_curve.png`.
 
     python baselines/spread_mappo_curve.py [--seeds 4] [--steps 400000] [--out runs]
+        [--results baselines/results/spread_mappo_curve.json]  (per-seed returns at the ten points)
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import numpy as np
 
 import marljax.envs.particle  # noqa: F401  (registers particle/*)
 from marljax.evaluation import plots, stats
-from marljax.shell.experiment import Experiment, run_experiment
+from marljax.shell.experiment import Experiment, build, run_experiment
+from marljax.shell.result_files import write_results
 from marljax.training.train import TrainConfig
 
 
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=4, help="number of seeds")
     parser.add_argument("--steps", type=int, default=400_000, help="env steps per seed")
     parser.add_argument("--out", default="runs", help="parent folder of the run directory")
+    parser.add_argument("--results", help="write the per-seed returns at the ten points (JSON)")
     args = parser.parse_args(argv)
     exp = Experiment(
         algo="mappo",
@@ -56,7 +59,8 @@ def main(argv: list[str] | None = None) -> None:
     iv = curves["mappo"]
     U = returns.shape[1]
     print(f"IQM over {args.seeds} seeds of the mean per-agent return [95% CI]:")
-    for u in sorted({0, *np.linspace(0, U - 1, 10).astype(int).tolist()}):
+    points = sorted({0, *np.linspace(0, U - 1, 10).astype(int).tolist()})
+    for u in points:
         print(
             f"  {int(steps[u]):>9d} env steps: {float(iv.point[u]):8.2f} "
             f"[{float(iv.low[u]):.2f}, {float(iv.high[u]):.2f}]"
@@ -68,6 +72,13 @@ def main(argv: list[str] | None = None) -> None:
         curves, steps, path, ylabel="IQM mean return per agent", title="MAPPO on simple spread"
     )
     print(f"learning curve: {path}")
+    if args.results:
+        per_seed = {f"return@{int(steps[u])}": returns[:, u] for u in points}
+        row = {"algo": "mappo", "parameter_mode": build(exp).agent_config.parameter_mode,
+               "points": [int(steps[u]) for u in points],
+               "per_seed": {**per_seed, "final_last10": final}}  # fmt: skip
+        config = {**exp.to_dict(), "score": "mean per-agent return of the training episodes"}
+        write_results(args.results, "baselines/spread_mappo_curve.py", config, [row])
 
 
 if __name__ == "__main__":
