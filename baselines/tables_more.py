@@ -362,6 +362,38 @@ def rps_bots_table(results: str, shown: int = 6) -> str:
     return markdown_table(header, body)
 
 
+HARVEST = {"efficiency": "efficiency (group reward / step)", "equality": "equality (1 - Gini)",
+           "sustainability": "sustainability (mean time of reward)",
+           "peace": "peace (agents not tagged out, of 3)"}  # fmt: skip
+
+
+def harvest_long_table(results: str, stem: str) -> str:
+    """`ippo_harvest_social.py` with the beam on: untrained vs trained social metrics."""
+    data = _read(results, stem)
+    by = {r["policy"]: r for r in data["rows"] if r["punishment"] == "on"}
+    header = ["metric", "untrained, mean", "trained, mean [95% CI]", "trained, per seed"]
+    body = []
+    for m, name in HARVEST.items():
+        trained = values(by["trained"], m)
+        body.append([name, f"{values(by['untrained'], m).mean():.3f}", _ci(mean_ci(trained), 3),
+                     ", ".join(f"{v:.3f}" for v in trained)])  # fmt: skip
+    train = values(by["trained"], "train_return_last20")
+    body.append(["training return, mean of the last 20 updates", "", _ci(mean_ci(train), 2),
+                 _seeds(train)])  # fmt: skip
+    return markdown_table(header, body)
+
+
+def spread_curve_table(results: str) -> str:
+    """`spread_mappo_curve.py`: IQM [95% CI] over seeds of the return at ten points of training."""
+    row = _read(results, "spread_mappo_curve")["rows"][0]
+    header = ["env steps", "IQM return [95% CI]", "per seed"]
+    body = [[f"{p:,}", _ci(iqm_ci(values(row, f"return@{p}")), 2),
+             _seeds(values(row, f"return@{p}"))] for p in row["points"]]  # fmt: skip
+    body.append(["final (mean of the last 10 updates)", _ci(iqm_ci(values(row, "final_last10")), 2),
+                 _seeds(values(row, "final_last10"))])  # fmt: skip
+    return markdown_table(header, body)
+
+
 #: marker name -> generator of this module (`tables.generate` adds them)
 BLOCKS = {
     "aa-ipd": aa_ipd_table,
@@ -391,6 +423,8 @@ BLOCKS = {
         r, {"IPPO": "social_coin_ippo", "DQN (greedy)": "social_coin_iql"}
     ),
     "rps-bots": rps_bots_table,
+    "harvest-1200": lambda r: harvest_long_table(r, "harvest_social_ippo_1200"),
+    "spread-mappo-curve": spread_curve_table,
     "collapse-width": lambda r: collapse_grid_table(r, "exploration_collapse_width", "hidden"),
     "collapse-anneal": lambda r: collapse_grid_table(r, "exploration_collapse_anneal", "anneal"),
 }
