@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -126,6 +127,14 @@ def test_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
     assert open(os.path.join(out, "results.md")).read() == table
     with pytest.raises(ValueError, match="another plan"):
         runner.run_benchmark(["mpe/simple_spread"], ["ippo"], out, **kwargs)
+    # bands of the finished cells; a cell whose run directory was moved away is named and skipped
+    shutil.rmtree(os.path.join(out, ippo["run_dir"]))
+    path = str(tmp_path / "bands.json")
+    argv = ["benchmark", "--tasks", "mpe/simple_spread", "--algos", "ippo,mappo", "--seeds", "2",
+            "--budget", "200", "--out", out, "--write-bands", path, "--no-progress"]  # fmt: skip
+    assert cli.main(argv) == 0
+    assert calls == ["ippo", "mappo", "mappo"]  # nothing trained again
+    assert [b["name"] for b in bands.load_bands(path)] == ["mpe/simple_spread:mappo"]
 
 
 def test_results_table_compares_with_the_published_number():

@@ -111,11 +111,13 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     with open(os.path.join(out, "results.md")) as f:
         print(f.read())
     if args.write_bands:
-        bands = [
-            make_band(os.path.join(out, s["run_dir"]), name, s["metric"],
-                      TASKS[name.split(":")[0]].upstream)
-            for name, s in state["cells"].items()
-        ]  # fmt: skip
+        bands = []
+        for name, s in state["cells"].items():
+            run_dir = os.path.join(out, s["run_dir"])
+            if not os.path.exists(os.path.join(run_dir, "config.json")):  # moved or deleted
+                print(f"no band for {name}: its run directory {run_dir} is gone", file=sys.stderr)
+                continue
+            bands.append(make_band(run_dir, name, s["metric"], TASKS[name.split(":")[0]].upstream))
         print(f"bands written to {write_bands(bands, args.write_bands)}")
     print(f"benchmark directory: {out}")
     return 0
