@@ -27,6 +27,7 @@ from tables_extra import (  # noqa: E402
     harvest_table,
     readme_rows,
     shapley_table,
+    steps_text,
     swarm_table,
     tune_table,
 )
@@ -70,16 +71,9 @@ COOP, RETURN, PUNISH = "social/cooperation_rate", "return_per_round", "social/pu
 MODE_NAMES = {"shared_id": "shared (one network + agent id)", "independent": "independent"}
 
 
-def _steps(n: int) -> str:
-    """200k, 1.5M; budgets that are not round thousands in full (9,600)."""
-    if n >= 1_000_000 and n % 100_000 == 0:
-        return f"{n / 1e6:g}M"
-    return f"{n // 1000}k" if n % 1000 == 0 else f"{n:,}"
-
-
 def _budget(data: dict, row: dict) -> str:
     steps = data["config"]["env_steps_per_seed"] * (2 if row["per_round_learner"] else 1)
-    return f"{_steps(steps)} x {len(values(row, COOP))}"
+    return f"{steps_text(steps)} x {len(values(row, COOP))}"
 
 
 def _ci(x: np.ndarray) -> str:
@@ -180,7 +174,7 @@ def qtran_table(results: str) -> str:
         q = row["seed_0"]["q_row_0"]
         body.append([
             algo.upper(), row["parameter_mode"],
-            f"{_steps(data['config']['env_steps_per_seed'])} x {len(values(row, 'payoff'))}",
+            f"{steps_text(data['config']['env_steps_per_seed'])} x {len(values(row, 'payoff'))}",
             _optimum(row), ", ".join(f"{k} x{n}" for k, n in counts.most_common()),
             "`[" + ", ".join(f"{v:.2f}" for v in q) + "]`",
         ])  # fmt: skip
@@ -222,7 +216,7 @@ def value_decomposition_table(results: str, env: str) -> str:
             outcome += "" if "(0, 0)" in counts else ": never (0, 0)"
         body.append([
             row["algo"].upper(), row["parameter_mode"],
-            f"{_steps(row['env_steps_per_seed'])} x {a0.size}", outcome,
+            f"{steps_text(row['env_steps_per_seed'])} x {a0.size}", outcome,
             _matrix(row["seed_0"]["q_tot"]) if row["algo"] != "iql" else "(no joint value)",
         ])  # fmt: skip
     return markdown_table(header, body)
@@ -267,7 +261,7 @@ def verdict_table(results: str) -> str:
         final = values(row, "final_return")
         hits = count(np.array([v == verdict for v in row["verdict"]]), lambda x: x)
         body.append([f"`{stem}.py`", row["algo"].upper(), row["parameter_mode"],
-                     f"{_steps(data['config']['train']['total_env_steps'])} x {final.size}",
+                     f"{steps_text(data['config']['train']['total_env_steps'])} x {final.size}",
                      ", ".join(f"{v:.2f}" for v in final), f"{hits} {verdict}"])  # fmt: skip
     return markdown_table(header, body)
 
@@ -569,7 +563,7 @@ def reproduced_table(results: str) -> str:
     header = ["script", "parameter mode", "result (generated from `baselines/results/`)",
               "reference"]  # fmt: skip
     data = read_results(os.path.join(results, PUNISHMENT["shared_id"]))
-    steps = _steps(data["config"]["env_steps_per_seed"])
+    steps = steps_text(data["config"]["env_steps_per_seed"])
     rows = []
     for stem, what, verdict, reference in VERDICTS:
         _, row, text = verdict_row(results, stem, what, verdict)
@@ -672,7 +666,7 @@ def reproduced_table(results: str) -> str:
         "`python baselines/qtran_nonmonotonic.py --results "
         "baselines/results/qtran_nonmonotonic.json`",
         ", ".join(sorted({r["parameter_mode"] for r in q.values()})),
-        f"non-monotonic game ({_steps(qdata['config']['env_steps_per_seed'])} env steps of "
+        f"non-monotonic game ({steps_text(qdata['config']['env_steps_per_seed'])} env steps of "
         f"uniformly random data): QTRAN's agents play the optimum 8 in {_optimum(q['qtran'])} "
         f"seeds, QMIX in {_optimum(q['qmix'])} and VDN in {_optimum(q['vdn'])} (same learner, "
         "data and budget)",

@@ -253,6 +253,13 @@ def _mean_ci(x, digits: int = 3) -> str:
     return _text(mean_ci(x), digits)
 
 
+def steps_text(n: int) -> str:
+    """200k, 1.5M; budgets that are not round thousands in full (9,600)."""
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1e6:g}M"
+    return f"{n // 1000}k" if n % 1000 == 0 else f"{n:,}"
+
+
 def _text(estimate: tuple[float, float, float], digits: int) -> str:
     point, low, high = estimate
     return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
@@ -542,8 +549,9 @@ README_ROWS = (
 )  # fmt: skip
 
 
-def readme_rows(results: str, tune: str) -> list[list[str]]:
-    """The README rows of `README_ROWS`, each summary computed from its stored files."""
+def readme_rows(results: str, tune: str, rows: tuple = README_ROWS) -> list[list[str]]:
+    """README rows `(command, parameter mode, summary, reference)` (default `README_ROWS`), each
+    summary computed from its stored files."""
     quoted = lambda c: c if c.startswith("`") else f"`{c}`"  # noqa: E731
     return [[quoted(command), mode, summary(tune if summary is tune_summary else results), ref]
-            for command, mode, summary, ref in README_ROWS]  # fmt: skip
+            for command, mode, summary, ref in rows]  # fmt: skip

@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from tables_extra import _text as _ci
+from tables_extra import readme_rows as extra_readme_rows
+from tables_extra import steps_text
 
 from marljax.shell.result_files import (
     count,
@@ -23,11 +26,6 @@ from marljax.shell.result_files import (
 )
 
 IPD_STATES = ("start", "CC", "CD", "DC", "DD")
-
-
-def _ci(estimate: tuple[float, float, float], digits: int) -> str:
-    point, low, high = estimate
-    return f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def _read(results: str, stem: str) -> dict:
@@ -317,10 +315,6 @@ def collapse_grid_table(results: str, stem: str, axis: str) -> str:
 COOP, PUNISH = "social/cooperation_rate", "social/punishment_rate"
 
 
-def _steps(n: int) -> str:
-    return f"{n // 1000}k" if n % 1000 == 0 else f"{n:,}"
-
-
 def social_table(results: str, files: dict[str, str]) -> str:
     """`social_mechanisms.py` families of several result files (`{learner label: stem}`):
     cooperation per condition, each compared with its family's control (the first condition)."""
@@ -337,7 +331,7 @@ def social_table(results: str, files: dict[str, str]) -> str:
             control.setdefault(r["family"], coop)
             body.append([label if first else None, r["parameter_mode"] if first else None,
                          r["family"] if is_control else None, r["condition"],
-                         f"{_steps(steps)} x {coop.size}", _ci(mean_ci(coop), 3),
+                         f"{steps_text(steps)} x {coop.size}", _ci(mean_ci(coop), 3),
                          f"{values(r, 'return_per_round').mean():.2f}",
                          f"{values(r, PUNISH).mean():.3f}" if PUNISH in r["per_seed"] else None,
                          None if is_control else f"{p_greater(coop, control[r['family']]):.2f}"])  # fmt: skip
@@ -517,5 +511,4 @@ README_ROWS = (
 
 def readme_rows(results: str) -> list[list[str]]:
     """The README rows of `README_ROWS`, each summary computed from its stored files."""
-    quoted = lambda c: c if c.startswith("`") else f"`{c}`"  # noqa: E731
-    return [[quoted(c), mode, summary(results), ref] for c, mode, summary, ref in README_ROWS]
+    return extra_readme_rows(results, results, README_ROWS)
