@@ -458,13 +458,16 @@ def maddpg_summary(results: str) -> str:
     tr = _scores(results, "maddpg_spread", "train")
     gr = _scores(results, "maddpg_spread", "greedy")
     cost = rows["mappo"]["env_steps_per_s"] / rows["maddpg"]["env_steps_per_s"]
+    fac = _scores(results, "facmac_spread", "greedy")
     return (f"continuous simple spread, {_steps_k(cfg['env_steps_per_seed'])} env steps x "
             f"{cfg['seeds']} seeds: MADDPG (the paper's settings) reaches a per-agent training "
             f"return of IQM {_iqm2(tr['maddpg'])} vs MAPPO's {_iqm2(tr['mappo'])}, greedy "
             f"{_iqm2(gr['maddpg'])} vs {_iqm2(gr['mappo'])}, P(MADDPG > MAPPO) = "
             f"{p_greater(gr['maddpg'], gr['mappo']):.2f} (greedy); MADDPG costs {cost:.0f}x "
-            f"MAPPO's time per env step; FACMAC (typed, `--algos facmac,mappo`): "
-            f"baselines/README.md")  # fmt: skip
+            f"MAPPO's time per env step; FACMAC (`--algos facmac,mappo --results "
+            f"baselines/results/facmac_spread.json`, same budget and MAPPO seeds) greedy "
+            f"{_iqm2(fac['facmac'])}, P(FACMAC > MAPPO) = "
+            f"{p_greater(fac['facmac'], fac['mappo']):.2f}: baselines/README.md")  # fmt: skip
 
 
 def hasac_summary(results: str) -> str:
