@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -993,6 +994,36 @@ def time_once(fn: Callable, *args: Any) -> tuple[float, float, Any, Any]:
     t1 = time.perf_counter()
     out = jax.block_until_ready(compiled(*args))
     return t1 - t0, time.perf_counter() - t1, out, compiled
+
+
+_HLO_OP = re.compile(r"= ([a-z0-9]+)\[([0-9,]*)\](?:\{[0-9,]*\})? ([a-z-]+)\(")
+_BYTES = {"f32": 4, "s32": 4, "u32": 4, "f16": 2, "bf16": 2, "pred": 1, "s8": 1, "u8": 1}
+
+
+def hlo_stats(compiled: Any) -> dict[str, int]:
+    """Counts of a compiled program's optimised HLO (`compiled.as_text()`), to compare the work of
+    two programs: instructions, fusions, while loops, dots, and the bytes written by layout copies
+    and transposes (data movement that computes nothing).
+
+    Loop bodies count once, whatever their trip count.
+    """
+    text = compiled.as_text()
+    ops = _HLO_OP.findall(text)
+    moved = 0
+    for dtype, dims, op in ops:
+        if op in ("copy", "transpose"):
+            n = 1
+            for d in filter(None, dims.split(",")):
+                n *= int(d)
+            moved += n * _BYTES.get(dtype, 4)
+    count = lambda name: sum(op == name for _, _, op in ops)  # noqa: E731
+    return {
+        "instructions": len(ops),
+        "fusions": count("fusion"),
+        "while_loops": count("while"),
+        "dots": count("dot"),
+        "copy_transpose_bytes": moved,
+    }
 
 
 def final_score_notes(curve: Any, key: str = "final_score") -> dict:

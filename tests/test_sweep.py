@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -190,6 +191,41 @@ def test_memory_estimate_chunks_runs_into_calls_of_one_program():
     assert not np.allclose(whole["grad_norm"][0], whole["grad_norm"][1])
     with pytest.raises(cfg.ConfigError, match="One run needs about"):
         ex.execute(trainer, keys, hp, mesh=ex.make_mesh("runs", 1), max_memory_bytes=10)
+
+
+def test_a_shorter_last_chunk_runs_in_the_one_chunk_program(monkeypatch):
+    """5 updates in chunks of 2 run as 2 + 2 + 1 updates of ONE compiled program (the third
+    chunk's second update masked), with the fused run's results."""
+    env, params = marljax.make("matrix/climbing-v0")
+    config = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=4 * 4 * 5)
+    trainer = make_train(config, env, toy_agent(env, params), params)
+    keys, hp = _runs(2)
+    built, real = [], ex.programs
+
+    def spy(*args, **kwargs):
+        progs = real(*args, **kwargs)
+        run = progs.run
+
+        def counted(n, masked=False):
+            built.append((n, masked))
+            return run(n, masked)
+
+        return dataclasses.replace(progs, run=counted)
+
+    monkeypatch.setattr(ex, "programs", spy)
+    chunks = []
+    out = ex.execute(
+        trainer, keys, hp, mesh=ex.make_mesh("runs", 1), chunk_updates=2,
+        callbacks=[lambda c: chunks.append((c.first, c.done, c.metrics["env_steps"].shape))],
+    )  # fmt: skip
+    assert set(built) == {(2, True)}, f"programs built: {built}"
+    assert chunks == [(0, 2, (2, 2)), (2, 4, (2, 2)), (4, 5, (2, 1))]
+    state, whole = jax.jit(jax.vmap(trainer.train))(jnp.asarray(keys), hp)
+    for k, v in whole.items():
+        assert out.metrics[k].shape == v.shape and v.shape[:2] == (2, 5)
+        np.testing.assert_allclose(out.metrics[k], v, rtol=1e-6, atol=1e-6, err_msg=k)
+    assert int(out.state.update_idx[0]) == 5  # the masked update left the state as it was
+    np.testing.assert_allclose(out.state.agent_state, state.agent_state, rtol=1e-6, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- end to end

@@ -106,6 +106,8 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, x: Array) -> Array:
+        lead = x.shape[:-1]
+        x = x.reshape(-1, x.shape[-1])  # 2-D matmuls: see `flat_rows`
         act = activation(self.activation)
         gain = jnp.sqrt(2.0)
         for width in self.hidden_sizes:
@@ -117,7 +119,7 @@ class MLP(nn.Module):
                 kernel_init=orthogonal(self.out_scale),
                 bias_init=nn.initializers.zeros,
             )(x)
-        return x
+        return x.reshape(*lead, x.shape[-1])
 
 
 def mlp_first_layer(params: Any, x: Array, rows: slice = slice(None)) -> Array:
@@ -327,5 +329,6 @@ class QNetwork(nn.Module):
         h = MLP(self.hidden_sizes, self.activation, layer_norm=self.layer_norm)(xs)
         if self.recurrent:
             carry, h = RecurrentCore(self.gru_size)(carry, h, resets)
-        q = nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="q_head")(h)
+        head = nn.Dense(self.num_actions, kernel_init=orthogonal(1.0), name="q_head")
+        q = head(h.reshape(-1, h.shape[-1])).reshape(*h.shape[:-1], self.num_actions)
         return carry, (q, h)

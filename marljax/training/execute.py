@@ -181,7 +181,9 @@ class Programs:
 
     Attributes:
       init: `init(keys [R], hparams [R]) -> state`.
-      run: `run(num_updates)` -> jitted `fn(state, hparams [R]) -> (state, metrics [R, n])`.
+      run: `run(num_updates, masked=False)` -> jitted `fn(state, hparams [R]) -> (state,
+        metrics [R, n])`; `masked`: `fn(state, hparams, live)` does only the first `live`
+        updates (`Trainer.run`), so one program also runs a shorter last chunk.
       train: `train(keys [R], hparams [R]) -> (state, metrics [R, U])`, the fused whole run.
       mesh: the mesh.
       layout: `"runs"` or `"envs"`.
@@ -230,9 +232,16 @@ def _runs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
         return _shard(fn, mesh, (spec,) * n_in, spec)
 
     @functools.cache
-    def run(num_updates: int):
-        body = jax.vmap(trainer.run, in_axes=(0, 0, None, None))
-        return mapped(lambda s, h: body(s, h, env_params, num_updates), 2)
+    def run(num_updates: int, masked: bool = False):
+        body = jax.vmap(trainer.run, in_axes=(0, 0, None, None, None))
+        if masked:
+            return _shard(
+                lambda s, h, live: body(s, h, env_params, num_updates, live),
+                mesh,
+                (spec, spec, P()),
+                spec,
+            )
+        return mapped(lambda s, h: body(s, h, env_params, num_updates, None), 2)
 
     return Programs(
         mapped(lambda k, h: init(k, h, env_params), 2),
@@ -279,8 +288,8 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
         )
         return own.replace(agent_state=state.agent_state)
 
-    def run_one(state, hparams, num_updates):
-        state, metrics = local.run(state, hparams, env_params, num_updates)
+    def run_one(state, hparams, num_updates, live=None):
+        state, metrics = local.run(state, hparams, env_params, num_updates, live)
         if D > 1:  # every device returns the whole batch's metrics
             metrics = combine_shard_metrics(metrics, ENVS_AXIS)
         return state, metrics
@@ -293,11 +302,15 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
     dev, rep = P(ENVS_AXIS), P()
 
     @functools.cache
-    def run(num_updates: int):
-        def body(state, hparams):
-            s, m = jax.vmap(run_one, in_axes=(0, 0, None))(drop(state), hparams, num_updates)
+    def run(num_updates: int, masked: bool = False):
+        def body(state, hparams, live=None):
+            s, m = jax.vmap(run_one, in_axes=(0, 0, None, None))(
+                drop(state), hparams, num_updates, live
+            )
             return lead(s), m
 
+        if masked:
+            return shard(body, (dev, rep, rep), (dev, rep))
         return shard(body, (dev, rep), (dev, rep))
 
     def train(keys, hparams):
@@ -458,15 +471,18 @@ def estimate_memory(
     num_updates: int,
     hparams: Any = None,
     check: Check | None = None,
+    masked: bool = False,
 ) -> MemoryEstimate:
     """Compile the chunk program of `num_updates` updates for `num_runs` runs from shapes alone
     and read XLA's memory analysis (nothing is allocated). `check` (see `execute`) is called
-    between tracing and compiling."""
+    between tracing and compiling; `masked`: the program with a live-update count
+    (`Programs.run`)."""
     hparams = trainer.agent.default_hparams() if hparams is None else hparams
     keys = jax.ShapeDtypeStruct((num_runs, 2), jnp.uint32)
     hps = jax.tree.map(lambda _: jax.ShapeDtypeStruct((num_runs,), jnp.float32), hparams)
     state = jax.eval_shape(progs.init, keys, hps)
-    lowered = progs.run(num_updates).lower(state, hps)
+    live = (jax.ShapeDtypeStruct((), jnp.int32),) if masked else ()
+    lowered = progs.run(num_updates, masked).lower(state, hps, *live)
     if check is not None:  # metrics [runs, updates, ...] -> one run's one update
         check(
             jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[2:], x.dtype), lowered.out_info[1])
@@ -650,9 +666,13 @@ def execute(
     else:
         per_call = R
     progs = programs(trainer, mesh, layout, env_params)
-    first_n = min(chunk, max(1, total - done))
+    # A shorter last chunk runs in the chunk program with its surplus updates masked: one
+    # compile. Decided by the run alone (not by where it resumes), so a resumed run uses the
+    # uninterrupted run's program.
+    masked = total % chunk != 0
+    first_n = chunk if masked else min(chunk, max(1, total - done))
     template = jax.tree.map(lambda x: x[0], hparams)
-    estimate = estimate_memory(progs, trainer, per_call, first_n, template, check)
+    estimate = estimate_memory(progs, trainer, per_call, first_n, template, check, masked)
     budget = default_memory_budget(mesh) if max_memory_bytes is None else int(max_memory_bytes)
     per_run = estimate.bytes_per_run
     per_device = estimate.runs_per_device
@@ -670,10 +690,10 @@ def execute(
             )
         per_call = int(fit) * D
         say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
-        estimate = estimate_memory(progs, trainer, per_call, first_n, template)
+        estimate = estimate_memory(progs, trainer, per_call, first_n, template, masked=masked)
     if prepared is not None:
         prepared()
-    runs = _Runs(progs, mesh, layout, R, per_call, estimate.compiled, first_n)
+    runs = _Runs(progs, mesh, layout, R, per_call, estimate.compiled, first_n, masked)
     active = None if start is None or start.active is None else np.asarray(start.active, bool)
     if start is None:
         runs.init(keys, hparams)
@@ -740,9 +760,10 @@ class _Runs:
     (one program call each; kept on the host between chunks when there are several), the
     stopped ones frozen on the host."""
 
-    def __init__(self, progs, mesh, layout, R, per_call, compiled, compiled_n):
+    def __init__(self, progs, mesh, layout, R, per_call, compiled, compiled_n, masked=False):
         self.progs, self.mesh, self.layout, self.R = progs, mesh, layout, R
         self.per_call, self.compiled, self.compiled_n = per_call, compiled, compiled_n
+        self.masked = masked  # the chunk program takes a live-update count (`Programs.run`)
         self.active = np.ones(R, bool)
         self.frozen = None  # every run's host state while some are stopped
         self.hparams = None
@@ -788,16 +809,20 @@ class _Runs:
             self.states = [gather(s) for s in self.states]
 
     def run(self, n: int) -> dict[str, np.ndarray]:
-        """`n` updates of every active run; metrics `[R, n]` (NaN or 0 for stopped runs)."""
-        same = n == self.compiled_n and self.size == self.per_call
-        fn = self.compiled if same else self.progs.run(n)
+        """`n` updates of every active run; metrics `[R, n]` (NaN or 0 for stopped runs).
+
+        With a masked chunk program, `n` up to its chunk size runs in that one program."""
+        size = self.compiled_n if self.masked else n
+        same = size == self.compiled_n and self.size == self.per_call
+        fn = self.compiled if same else self.progs.run(size, self.masked)
+        live = (place(np.int32(n), self.mesh, P()),) if self.masked else ()
         outs, several = [], len(self.groups) > 1
         for i in range(len(self.groups)):
             state = _put_state(self.states[i], self.mesh, self.layout, True) if several else (
                 self.states[i])  # fmt: skip
-            state, metrics = fn(state, self.hp_groups[i])
+            state, metrics = fn(state, self.hp_groups[i], *live)
             self.states[i] = gather(state) if several else state
-            outs.append(gather(metrics))
+            outs.append(jax.tree.map(lambda m: np.asarray(m)[:, :n], gather(metrics)))
         k = self.num_active
         metrics = {name: np.concatenate([o[name] for o in outs])[:k] for name in outs[0]}
         if k == self.R:

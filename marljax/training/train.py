@@ -134,8 +134,11 @@ class Trainer(NamedTuple):
 
     Attributes:
       init: `init(key, hparams, env_params=None) -> RunnerState`.
-      run: `run(state, hparams, env_params, num_updates) -> (state, metrics)`; `num_updates` is
-        static (jit with `static_argnums=3`). Metrics are `[num_updates]` arrays.
+      run: `run(state, hparams, env_params, num_updates, live=None) -> (state, metrics)`;
+        `num_updates` is static (jit with `static_argnums=3`). Metrics are `[num_updates]`
+        arrays. `live` (a traced int) does only the first `live` updates and leaves the state
+        as it is for the rest (their metrics are NaN, or 0 for integers): one compiled program
+        of `num_updates` runs a shorter last chunk too.
       train: `train(key, hparams, env_params=None) -> (state, metrics)`, the fused whole run.
       config: the `TrainConfig`.
       env: the core environment given to `make_train`.
@@ -247,19 +250,40 @@ def make_train(
             lambda: jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), skipped),
         )
 
-    def run(state: RunnerState, hparams: Any, env_params: EnvParams | None, num_updates: int):
+    def run(
+        state: RunnerState,
+        hparams: Any,
+        env_params: EnvParams | None,
+        num_updates: int,
+        live: Array | None = None,
+    ):
         env_params = default_params if env_params is None else env_params
 
-        def body(s, _):
+        def step(s):
             return update_step(s, hparams, env_params)
 
-        return jax.lax.scan(body, state, None, length=num_updates)
+        if live is None:
+            return jax.lax.scan(lambda s, _: step(s), state, None, length=num_updates)
+
+        def skip(s):  # a masked update: the state as it is, blank metrics
+            shapes = jax.eval_shape(step, s)[1]
+            return s, jax.tree.map(lambda x: jnp.full(x.shape, _blank(x.dtype), x.dtype), shapes)
+
+        def body(s, i):
+            return jax.lax.cond(i < live, step, skip, s)
+
+        return jax.lax.scan(body, state, jnp.arange(num_updates))
 
     def train(key: Array, hparams: Any, env_params: EnvParams | None = None):
         state = init(key, hparams, env_params)
         return run(state, hparams, env_params, total_updates)
 
     return Trainer(init, run, train, config, env, default_params, agent)
+
+
+def _blank(dtype: Any) -> Any:
+    """The metric value of an update that did not run: NaN, or 0 for integers and booleans."""
+    return jnp.nan if jnp.issubdtype(dtype, jnp.floating) else 0
 
 
 #: runner metrics that are averages over the episodes finished in an update (NaN if none).
