@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import assert_same_results
 
 import marljax
 from marljax.agents.base import Observation
@@ -67,10 +68,9 @@ def test_evaluation_during_training_leaves_training_unchanged():
         trainer = make_train(config, env, agent, params)
         outs[interval] = jax.jit(jax.vmap(trainer.train, in_axes=(0, None)))(keys, PPOHParams())
     (s0, m0), (s2, m2) = outs[0], outs[2]
-    for a, b in zip(jax.tree.leaves(s0), jax.tree.leaves(s2)):
-        np.testing.assert_array_equal(a, b)
+    assert_same_results(s0, s2, "state")
     for name in m0:
-        np.testing.assert_array_equal(m0[name], m2[name], err_msg=name)
+        assert_same_results(m0[name], m2[name], name)
     done = np.isfinite(np.asarray(m2["eval/episode_return"]))
     np.testing.assert_array_equal(done, [[False, True, False, True, True]] * 2)
     assert np.all(np.asarray(m2["eval/num_episodes"])[done] == 3)

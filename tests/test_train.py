@@ -154,6 +154,8 @@ def test_checkpoint_resume_equals_uninterrupted(tmp_path, climbing):
 
 
 def test_progress_callback_reports_every_update_and_changes_nothing(climbing, seeds_train):
+    from support import assert_same_results
+
     from marljax.training.train import progress_callback
 
     env, params = marljax.make("matrix/climbing-v0")
@@ -168,14 +170,7 @@ def test_progress_callback_reports_every_update_and_changes_nothing(climbing, se
         )
     assert sorted(set(seen)) == list(range(1, config.num_updates + 1))
     _, m_plain = seeds_train(keys, PPOHParams())
-    # Bit for bit with XLA's default flags. Under the suite's compile-speed flags (LLVM -O0 with
-    # the older loop emitters, tests/conftest.py) the callback's custom call moves fusion
-    # boundaries, which reorders float sums (1e-9 apart in the losses; the integers are equal).
-    if "--xla_backend_optimization_level=0" in os.environ.get("XLA_FLAGS", ""):
-        for x, y in zip(jax.tree.leaves(m_progress), jax.tree.leaves(m_plain), strict=True):
-            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-7)
-    else:
-        assert tree_equal(m_progress, m_plain), "the progress callback changed the results"
+    assert_same_results(m_progress, m_plain, "the progress callback changed the results")
 
 
 def test_progress_bar_says_compiling_and_times_run_only():

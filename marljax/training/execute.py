@@ -233,15 +233,16 @@ def _runs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
 
     @functools.cache
     def run(num_updates: int, masked: bool = False):
-        body = jax.vmap(trainer.run, in_axes=(0, 0, None, None, None))
         if masked:
+            body = jax.vmap(trainer.run, in_axes=(0, 0, None, None, None))
             return _shard(
                 lambda s, h, live: body(s, h, env_params, num_updates, live),
                 mesh,
                 (spec, spec, P()),
                 spec,
             )
-        return mapped(lambda s, h: body(s, h, env_params, num_updates, None), 2)
+        body = jax.vmap(trainer.run, in_axes=(0, 0, None, None))
+        return mapped(lambda s, h: body(s, h, env_params, num_updates), 2)
 
     return Programs(
         mapped(lambda k, h: init(k, h, env_params), 2),
@@ -289,7 +290,8 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
         return own.replace(agent_state=state.agent_state)
 
     def run_one(state, hparams, num_updates, live=None):
-        state, metrics = local.run(state, hparams, env_params, num_updates, live)
+        masked = () if live is None else (live,)
+        state, metrics = local.run(state, hparams, env_params, num_updates, *masked)
         if D > 1:  # every device returns the whole batch's metrics
             metrics = combine_shard_metrics(metrics, ENVS_AXIS)
         return state, metrics
