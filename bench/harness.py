@@ -1020,7 +1020,7 @@ def hlo_stats(compiled: Any) -> dict[str, int]:
     return {
         "instructions": len(ops),
         "fusions": count("fusion"),
-        "while_loops": count("while"),
+        "while_loops": len(re.findall(r"\swhile\(", text)),
         "dots": count("dot"),
         "copy_transpose_bytes": moved,
     }
