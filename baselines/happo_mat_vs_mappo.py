@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="runs")
     parser.add_argument("--results", help="write every task's per-seed scores here (JSON)")
     args = parser.parse_args(argv)
-    rows, config = [], {"seeds": args.seeds, "algos": args.algos, "tasks": {}, "parameter_mode": {}}
+    rows, config = [], {"seeds": args.seeds, "algos": args.algos, "tasks": {}}
     for task in args.tasks:
         env, num_envs, rollout, default_steps = TASKS[task]
         steps = args.steps or default_steps

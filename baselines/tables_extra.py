@@ -289,8 +289,8 @@ def comparison_table(results: str, stem: str, metric: str, reference: str, **whe
     data = read_results(os.path.join(results, stem + ".json"))
     rows = [r for r in data["rows"] if all(r.get(k) == v for k, v in where.items())]
     mode = data["config"].get("parameter_mode", "")
-    if isinstance(mode, dict):  # per task
-        mode = mode[where["task"]]
+    if isinstance(mode, dict):  # per task (rows may name their own)
+        mode = mode.get(where["task"], "")
     ref = next(values(r, metric) for r in rows if r["algo"] == reference)
     body = []
     for r in rows:

@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 from tables_extra import _text as _ci
+from tables_extra import comparison_table, steps_text
 from tables_extra import readme_rows as extra_readme_rows
-from tables_extra import steps_text
 
 from marljax.shell.result_files import (
     count,
@@ -421,7 +421,32 @@ BLOCKS = {
     "spread-mappo-curve": spread_curve_table,
     "collapse-width": lambda r: collapse_grid_table(r, "exploration_collapse_width", "hidden"),
     "collapse-anneal": lambda r: collapse_grid_table(r, "exploration_collapse_anneal", "anneal"),
+    **{
+        f"happo-mat-{task}": (
+            lambda r, t=task: comparison_table(
+                r, "happo_mat_vs_mappo", "team_return", "mappo", task=t
+            )
+        )
+        for task in ("spread", "lbf", "climbing")
+    },
 }
+
+
+def happo_mat_summary(results: str) -> str:
+    """One sentence on `happo_mat_vs_mappo.py`: each task's IQMs and P(X > MAPPO)."""
+    data = _read(results, "happo_mat_vs_mappo")
+    names = {"spread": "simple spread", "lbf": "LBF 8x8-2p-2f-coop", "climbing": "climbing game"}
+    parts = []
+    for task, cfg in data["config"]["tasks"].items():
+        x = {r["algo"]: values(r, "team_return") for r in data["rows"] if r["task"] == task}
+        algos = [a for a in ("happo", "mat") if a in x]
+        iqms = ", ".join(f"{a.upper()} {_ci(iqm_ci(x[a]), 2)}" for a in ("mappo", *algos))
+        ps = ", ".join(f"P({a.upper()} > MAPPO) = {p_greater(x[a], x['mappo']):.2f}" for a in algos)
+        parts.append(f"{names[task]} ({steps_text(cfg['env_steps_per_seed'])} steps): {iqms}; {ps}")
+    return (
+        f"team return of the last 10 updates, {data['config']['seeds']} seeds, IQM [95% CI], "
+        "equal env steps: " + "; ".join(parts)
+    )
 
 
 def dilemma_summary(results: str) -> str:
@@ -506,6 +531,9 @@ README_ROWS = (
     ("python baselines/cnn_vs_mlp.py --tasks harvest_small --seeds 8 --updates 400 --envs 8 "
      "--rollout 32 --results baselines/results/cnn_vs_mlp_harvest.json", "shared_id", cnn_summary,
      "Perolat et al. 2017 (the Harvest task)"),
+    ("python baselines/happo_mat_vs_mappo.py --seeds 5 --results "
+     "baselines/results/happo_mat_vs_mappo.json", "HAPPO independent; MAPPO shared_id; MAT one "
+     "shared transformer", happo_mat_summary, "Kuba et al. 2022; Wen et al. 2022"),
 )  # fmt: skip
 
 
