@@ -247,7 +247,7 @@ def make_train(
         return jax.lax.cond(
             due,
             lambda: evaluate(state.agent_state, hparams, env_params, key),
-            lambda: jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), skipped),
+            lambda: _blank(skipped),
         )
 
     def run(
@@ -266,8 +266,7 @@ def make_train(
             return jax.lax.scan(lambda s, _: step(s), state, None, length=num_updates)
 
         def skip(s):  # a masked update: the state as it is, blank metrics
-            shapes = jax.eval_shape(step, s)[1]
-            return s, jax.tree.map(lambda x: jnp.full(x.shape, _blank(x.dtype), x.dtype), shapes)
+            return s, _blank(jax.eval_shape(step, s)[1])
 
         def body(s, i):
             return jax.lax.cond(i < live, step, skip, s)
@@ -281,9 +280,14 @@ def make_train(
     return Trainer(init, run, train, config, env, default_params, agent)
 
 
-def _blank(dtype: Any) -> Any:
-    """The metric value of an update that did not run: NaN, or 0 for integers and booleans."""
-    return jnp.nan if jnp.issubdtype(dtype, jnp.floating) else 0
+def _blank(shapes: Any) -> Any:
+    """Metrics of `shapes` (`jax.ShapeDtypeStruct`s) for a computation that did not run (a
+    skipped evaluation, a masked update): NaN, or 0 for integers and booleans."""
+
+    def blank(x: Any) -> Array:
+        return jnp.full(x.shape, jnp.nan if jnp.issubdtype(x.dtype, jnp.floating) else 0, x.dtype)
+
+    return jax.tree.map(blank, shapes)
 
 
 #: runner metrics that are averages over the episodes finished in an update (NaN if none).
