@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,6 +12,7 @@ from marljax.nn import distributions
 from marljax.nn.networks import (
     MLP,
     RecurrentCore,
+    dot_product_attention,
     mlp_first_layer,
     mlp_from_first_layer,
     orthogonal,
@@ -200,3 +202,42 @@ def test_mlp_from_its_first_layer_equals_the_mlp(layer_norm):
     np.testing.assert_allclose(np.asarray(split), np.asarray(want), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="no first layer"):
         mlp_from_first_layer(MLP((), "relu", 1), params, x)
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_dot_product_attention_equals_flax(heads):
+    """The heads-folded attention is Flax's, with masks and biases, over extra batch axes; and
+    as a `MultiHeadDotProductAttention`'s `attention_fn`, including its autoregressive cache."""
+    kq, kk, kv, kb = jax.random.split(jax.random.PRNGKey(0), 4)
+    q = jax.random.normal(kq, (2, 5, 4, heads, 3))  # [..., Q, h, d]
+    k = jax.random.normal(kk, (2, 5, 6, heads, 3))
+    v = jax.random.normal(kv, (2, 5, 6, heads, 7))
+    mask = jax.random.uniform(kb, (2, 1, heads, 4, 6)) < 0.7
+    bias = jax.random.normal(kb, (heads, 4, 6))
+    for kwargs in ({}, {"mask": mask}, {"mask": mask, "bias": bias}):
+        np.testing.assert_allclose(
+            dot_product_attention(q, k, v, **kwargs),
+            nn.dot_product_attention(q, k, v, **kwargs),
+            rtol=1e-5, atol=1e-6,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="no dropout"):
+        dot_product_attention(q, k, v, dropout_rate=0.1, deterministic=False)
+
+    x = jax.random.normal(kq, (3, 4, 8))  # [B, A, H]
+    causal = jnp.tril(jnp.ones((4, 4), bool))[None]
+    ours, theirs = (
+        nn.MultiHeadDotProductAttention(num_heads=heads, attention_fn=fn)
+        for fn in (dot_product_attention, nn.dot_product_attention)
+    )
+    params = theirs.init(kk, x, x)
+    want = theirs.apply(params, x, x, mask=causal)
+    np.testing.assert_allclose(ours.apply(params, x, x, mask=causal), want, rtol=1e-5, atol=1e-6)
+    cached = ours.clone(decode=True)
+    cache = cached.apply(params, x, x, mutable=["cache"])[1]["cache"]
+    cache = jax.tree.map(jnp.zeros_like, cache)
+    for i in range(4):  # one position at a time reads the cache of the earlier ones
+        out, mutated = cached.apply(
+            {**params, "cache": cache}, x[:, i : i + 1], x[:, i : i + 1], mutable=["cache"]
+        )
+        cache = mutated["cache"]
+        np.testing.assert_allclose(out[:, 0], want[:, i], rtol=1e-5, atol=1e-6)

@@ -5,7 +5,8 @@ functions of a `MATParts` record of static structure, and the loss is
 `marljax.agents.mat.loss.mat_loss`. MAT is feed-forward: its carry is `()`.
 
 Acting is autoregressive over the agents inside the compiled program: a `jax.lax.scan` over the
-agent index (`decode_autoregressive`), so the program's size does not grow with `A`. Training
+agent index (`decode_autoregressive`) that decodes one position per agent with a key/value
+cache, so the program's size does not grow with `A`. Training
 scores the taken actions in one teacher-forced decoder pass (`log_prob_and_entropy`).
 """
 
@@ -87,10 +88,12 @@ def decode_autoregressive(
 ) -> tuple[Array, Array]:
     """Act agent by agent: `(actions [..., A, *act_shape], log_prob [..., A])`.
 
-    A `jax.lax.scan` over `i = 0 .. A-1` with the shifted tokens `[..., A + 1, K]` as carry:
-    agent `i` reads the decoder's output `i` on the tokens chosen so far (those after `i` are
-    still zeros and masked out), samples (or, `greedy`, takes the mode), and writes its token
-    at `i + 1`.
+    A `jax.lax.scan` over `i = 0 .. A-1` carrying agent `i - 1`'s action token (the start token
+    for agent 0) and the decoder's key/value cache: agent `i` runs the decoder on its own
+    position only (`MultiAgentTransformer(cached=True)`, which reads positions `0 .. i-1` from
+    the cache and adds position `i`), which is row `i` of the teacher-forced pass on the actions
+    chosen so far; it samples (or, `greedy`, takes the mode) and hands its token on. Each step
+    decodes one position, so acting costs `A` positions rather than `A` passes over `A`.
 
     Args:
       parts: the static structure.
@@ -101,22 +104,29 @@ def decode_autoregressive(
       greedy: (static) take each conditional distribution's mode.
     """
     A = parts.num_agents
-    tokens = jnp.zeros((*rep.shape[:-2], A + 1, token_dim(parts.head)), jnp.float32)
-    tokens = tokens.at[..., 0, :].set(start_token(parts.head))
+    net = parts.net.clone(cached=True)
+    variables = dict(net_params(parts, params))  # {"params": ...}
+    run = functools.partial(net.apply, method=MultiAgentTransformer.decode, mutable=["cache"])
+    start = jnp.broadcast_to(start_token(parts.head), (*rep.shape[:-2], 1, token_dim(parts.head)))
+    shapes = jax.eval_shape(lambda: run(variables, rep, jnp.repeat(start, A, axis=-2))[1])
+    cache = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes["cache"])
 
-    def step(tokens: Array, inputs: tuple[Array, Array]):
+    def step(carry: tuple[Array, Any], inputs: tuple[Array, Array]):
+        token, cache = carry
         i, key_i = inputs
-        out = decode(parts, params, rep, tokens[..., :A, :])
-        dist = parts.head(out[..., i, :], params, mask[..., i, :])
+        rep_i = jax.lax.dynamic_slice_in_dim(rep, i, 1, axis=-2)
+        out, mutated = run({**variables, "cache": cache}, rep_i, token)
+        dist = parts.head(out[..., 0, :], params, mask[..., i, :])
         if greedy:
             action = dist.mode()
             log_prob = dist.log_prob(action)
         else:
             action, log_prob = dist.sample_and_log_prob(key_i)
-        tokens = tokens.at[..., i + 1, :].set(action_token(parts.head, action))
-        return tokens, (action, log_prob)
+        token = action_token(parts.head, action)[..., None, :]
+        return (token, mutated["cache"]), (action, log_prob)
 
-    _, (actions, log_prob) = jax.lax.scan(step, tokens, (jnp.arange(A), jax.random.split(key, A)))
+    keys = jax.random.split(key, A)
+    _, (actions, log_prob) = jax.lax.scan(step, (start, cache), (jnp.arange(A), keys))
     batch = rep.ndim - 2  # the agent axis goes back after the batch axes
     return jnp.moveaxis(actions, 0, batch), jnp.moveaxis(log_prob, 0, batch)
 

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents import heads
-from marljax.nn.networks import orthogonal
+from marljax.nn.networks import dot_product_attention, orthogonal
 
 Array = jax.Array
 
@@ -42,13 +42,15 @@ def causal_mask(num_agents: int) -> Array:
     return jnp.tril(jnp.ones((num_agents, num_agents), bool))[None]
 
 
-def _attention(dim: int, heads_: int) -> nn.MultiHeadDotProductAttention:
+def _attention(dim: int, heads_: int, cached: bool = False) -> nn.MultiHeadDotProductAttention:
     return nn.MultiHeadDotProductAttention(
         num_heads=heads_,
         qkv_features=dim,
         out_features=dim,
         kernel_init=orthogonal(_SMALL_GAIN),
         deterministic=True,
+        decode=cached,
+        attention_fn=dot_product_attention,
     )
 
 
@@ -104,16 +106,24 @@ class EncodeBlock(nn.Module):
 
 class DecodeBlock(nn.Module):
     """`x [..., A, H]`, `rep [..., A, H]`: causal self-attention, causal attention from the
-    encoder's representations (queries) to the tokens (keys, values), then the MLP."""
+    encoder's representations (queries) to the tokens (keys, values), then the MLP.
+
+    `cached`: one position at a time (`x`, `rep` are `[..., 1, H]`, agent `i`'s): both
+    attentions read the keys and values of positions `0 .. i` from the `"cache"` collection
+    (Flax's autoregressive cache, which the call extends by position `i`), so the output is row
+    `i` of the full pass at the cost of one position.
+    """
 
     dim: int
     num_heads: int
+    cached: bool = False
 
     @nn.compact
     def __call__(self, x: Array, rep: Array) -> Array:
-        mask = causal_mask(x.shape[-2])
-        x = nn.LayerNorm()(x + _attention(self.dim, self.num_heads)(x, x, mask=mask))
-        x = nn.LayerNorm()(rep + _attention(self.dim, self.num_heads)(rep, x, mask=mask))
+        mask = None if self.cached else causal_mask(x.shape[-2])
+        dim, heads_, cached = self.dim, self.num_heads, self.cached
+        x = nn.LayerNorm()(x + _attention(dim, heads_, cached)(x, x, mask=mask))
+        x = nn.LayerNorm()(rep + _attention(dim, heads_, cached)(rep, x, mask=mask))
         return nn.LayerNorm()(x + _FeedForward(self.dim)(x))
 
 
@@ -127,6 +137,8 @@ class MultiAgentTransformer(nn.Module):
       num_outputs: `O`, the policy head's input width.
       discrete: discrete actions (one-hot tokens with a start entry, no bias in their
         embedding, as the authors') or continuous ones (the action vector; zeros start).
+      cached: `decode` takes one agent's position per call and keeps the decoder's keys and
+        values in the `"cache"` collection (the same parameters; see `DecodeBlock`).
     """
 
     dim: int
@@ -134,6 +146,7 @@ class MultiAgentTransformer(nn.Module):
     num_blocks: int
     num_outputs: int
     discrete: bool
+    cached: bool = False
 
     def setup(self):
         self.obs_embed = _Embed(self.dim)
@@ -142,7 +155,9 @@ class MultiAgentTransformer(nn.Module):
         self.value_head = _Head(self.dim, 1)
         self.action_embed = _Embed(self.dim, norm_input=False, use_bias=not self.discrete)
         self.action_norm = nn.LayerNorm()
-        self.decoder = [DecodeBlock(self.dim, self.num_heads) for _ in range(self.num_blocks)]
+        self.decoder = [
+            DecodeBlock(self.dim, self.num_heads, self.cached) for _ in range(self.num_blocks)
+        ]
         self.policy_head = _Head(self.dim, self.num_outputs)
 
     def encode(self, obs: Array) -> tuple[Array, Array]:
