@@ -14,7 +14,9 @@ all observations and on the actions of agents `0 .. i-1` only. A policy head
 
 Blocks are post-norm (`LayerNorm(x + f(x))`) with a GELU MLP, orthogonal initialisation with
 gain 0.01 on the attention and output layers and sqrt(2) on the embeddings, as in the authors'
-`ma_transformer.py`.
+`ma_transformer.py`. Every row-wise layer runs on the tokens flattened to rows
+(`marljax.nn.networks.on_rows`) and the attention is `marljax.nn.networks.dot_product_attention`,
+the layouts XLA:CPU runs fastest (docs/benchmarks.md).
 
 Reference: M. Wen et al., "Multi-Agent Reinforcement Learning is a Sequence Modeling Problem",
 NeurIPS 2022 (https://arxiv.org/abs/2205.14953).
@@ -29,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents import heads
-from marljax.nn.networks import dot_product_attention, orthogonal
+from marljax.nn.networks import dot_product_attention, on_rows, orthogonal
 
 Array = jax.Array
 
@@ -100,8 +102,8 @@ class EncodeBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x: Array) -> Array:
-        x = nn.LayerNorm()(x + _attention(self.dim, self.num_heads)(x, x))
-        return nn.LayerNorm()(x + _FeedForward(self.dim)(x))
+        x = on_rows(nn.LayerNorm(), x + _attention(self.dim, self.num_heads)(x, x))
+        return on_rows(nn.LayerNorm(), x + on_rows(_FeedForward(self.dim), x))
 
 
 class DecodeBlock(nn.Module):
@@ -122,9 +124,9 @@ class DecodeBlock(nn.Module):
     def __call__(self, x: Array, rep: Array) -> Array:
         mask = None if self.cached else causal_mask(x.shape[-2])
         dim, heads_, cached = self.dim, self.num_heads, self.cached
-        x = nn.LayerNorm()(x + _attention(dim, heads_, cached)(x, x, mask=mask))
-        x = nn.LayerNorm()(rep + _attention(dim, heads_, cached)(rep, x, mask=mask))
-        return nn.LayerNorm()(x + _FeedForward(self.dim)(x))
+        x = on_rows(nn.LayerNorm(), x + _attention(dim, heads_, cached)(x, x, mask=mask))
+        x = on_rows(nn.LayerNorm(), rep + _attention(dim, heads_, cached)(rep, x, mask=mask))
+        return on_rows(nn.LayerNorm(), x + on_rows(_FeedForward(dim), x))
 
 
 class MultiAgentTransformer(nn.Module):
@@ -162,17 +164,17 @@ class MultiAgentTransformer(nn.Module):
 
     def encode(self, obs: Array) -> tuple[Array, Array]:
         """`obs [..., A, D]` -> `(rep [..., A, H], values [..., A])`."""
-        x = self.obs_norm(self.obs_embed(obs))
+        x = on_rows(lambda o: self.obs_norm(self.obs_embed(o)), obs)
         for block in self.encoder:
             x = block(x)
-        return x, self.value_head(x)[..., 0]
+        return x, on_rows(self.value_head, x)[..., 0]
 
     def decode(self, rep: Array, tokens: Array) -> Array:
         """`rep [..., A, H]`, shifted action `tokens [..., A, K]` -> outputs `[..., A, O]`."""
-        x = self.action_norm(self.action_embed(tokens))
+        x = on_rows(lambda t: self.action_norm(self.action_embed(t)), tokens)
         for block in self.decoder:
             x = block(x, rep)
-        return self.policy_head(x)
+        return on_rows(self.policy_head, x)
 
     def __call__(self, obs: Array, tokens: Array) -> tuple[Array, Array]:
         rep, values = self.encode(obs)
