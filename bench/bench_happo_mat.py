@@ -9,6 +9,11 @@
    HATRPO one natural-gradient step per agent, MAT 15, the authors'); `mat_4_epochs` is MAT at
    MAPPO's epochs, for the cost of the architecture alone. Issue targets: HAPPO >= 0.5x MAPPO,
    MAT >= 0.3x.
+   Each row also records the arithmetic of one update: XLA's FLOP count of the same training
+   program cut to one update of one epoch of one minibatch (loops of one trip are inlined, so
+   the count is one rollout step, GAE and one epoch's forward and backward), times the epochs,
+   and the rate that gives over the measured time per update (`flops` table): a learner that
+   does k times MAPPO's arithmetic per update at the same rate runs at 1/k of its speed.
 2. Compile time (lower + XLA compile, wall seconds) of the whole training program (2 updates of
    4 envs x 8 steps) on simple spread with A = 3, 8, 32 agents (and as many landmarks), for MAPPO,
    HAPPO, HATRPO and MAT. The sequential updates (HAPPO, HATRPO) and MAT's decoding are
@@ -20,6 +25,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -50,6 +56,19 @@ def _trainer(name: str, env, params, config: TrainConfig):
     return make_train(config, env, factory(agent_config, env, params), params), hparams
 
 
+def _epoch_flops(name: str, env, params) -> float:
+    """XLA's FLOP count of one update of one epoch of one minibatch of learner `name`."""
+    factory, agent_config, hparams = LEARNERS[name]
+    fields = {f.name for f in dataclasses.fields(agent_config)}
+    one = {k: 1 for k in ("num_epochs", "num_minibatches") if k in fields}
+    agent = factory(dataclasses.replace(agent_config, **one), env, params)
+    config = TrainConfig(NUM_ENVS, ROLLOUT, NUM_ENVS * ROLLOUT)
+    trainer = make_train(config, env, agent, params)
+    compiled = jax.jit(trainer.train).lower(jax.random.PRNGKey(0), hparams).compile()
+    cost = compiled.cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
 def _throughput(name: str, opts: Options) -> list[Result]:
     updates = 4 if opts.quick else 20
     env, params = marljax.make(ENV)
@@ -63,7 +82,29 @@ def _throughput(name: str, opts: Options) -> list[Result]:
         first_call=opts.first_call,
     )
     task = f"train simple_spread (A=3, E={NUM_ENVS}, T={ROLLOUT}, {updates} updates)"
-    return [t.result(task, name, config.num_updates * config.steps_per_update)]
+    epochs = getattr(LEARNERS[name][1], "num_epochs", 1)
+    flops = _epoch_flops(name, env, params) * epochs
+    notes = {"update_gflop": flops / 1e9, "epochs": epochs, "updates": updates}
+    return [t.result(task, name, config.num_updates * config.steps_per_update, notes=notes)]
+
+
+def flops_table(results: list[Result]) -> str:
+    """Markdown: each learner's arithmetic per update, relative to MAPPO's, and its rate."""
+    rows = [r for r in results if "update_gflop" in r.notes]
+    base = {r.task: r.notes["update_gflop"] for r in rows if r.framework == "mappo"}
+    lines = [
+        "",
+        "| learner | epochs | GFLOP per update (XLA count) | vs mappo | GFLOP/s at the measured time |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        gflop = r.notes["update_gflop"]
+        rate = gflop * r.notes["updates"] / r.run_s
+        ratio = gflop / base[r.task] if r.task in base else float("nan")
+        lines.append(
+            f"| {r.framework} | {r.notes['epochs']} | {gflop:.2f} | {ratio:.1f}x | {rate:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 for _name in LEARNERS:
@@ -99,7 +140,11 @@ if __name__ == "__main__":
         [*(f"ha_train/{n}" for n in LEARNERS), "ha_compile/agents"],
         __doc__.splitlines()[0],
         baseline="mappo",
-        after=lambda results: compile_table(results, "training program compile", "learner"),
+        after=lambda results: (
+            flops_table(results)
+            + "\n"
+            + compile_table(results, "training program compile", "learner")
+        ),
         repeats=3,
         first_call=False,
     )

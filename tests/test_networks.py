@@ -16,6 +16,7 @@ from marljax.nn.networks import (
     mlp_first_layer,
     mlp_from_first_layer,
     orthogonal,
+    rows_dot_general,
 )
 
 
@@ -241,3 +242,23 @@ def test_dot_product_attention_equals_flax(heads):
         )
         cache = mutated["cache"]
         np.testing.assert_allclose(out[:, 0], want[:, i], rtol=1e-5, atol=1e-6)
+
+
+def test_rows_dot_general_is_dot_general():
+    """As a dense layer's `dot_general` (one and two contracted axes) it is one 2-D matmul with
+    the same result; a contraction with batch axes falls through to `jax.lax.dot_general`."""
+    kx, kw = jax.random.split(jax.random.PRNGKey(0))
+    x = jax.random.normal(kx, (4, 3, 2, 5))
+    for axis, features in ((-1, (2, 6)), ((-2, -1), 7)):
+        layer = nn.DenseGeneral(features, axis=axis)
+        rows = nn.DenseGeneral(features, axis=axis, dot_general=rows_dot_general)
+        params = layer.init(kw, x)
+        np.testing.assert_allclose(
+            rows.apply(params, x), layer.apply(params, x), rtol=1e-5, atol=1e-6
+        )
+    y = jax.random.normal(kw, (4, 5, 6))
+    batched = (((2,), (1,)), ((0,), (0,)))  # [4, 6, 5] x [4, 5, 6], batch axis 0
+    x3 = x.reshape(4, 6, 5)
+    np.testing.assert_array_equal(
+        rows_dot_general(x3, y, batched), jax.lax.dot_general(x3, y, batched)
+    )

@@ -11,6 +11,7 @@ as QR with the sign correction.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -141,6 +142,32 @@ def dot_product_attention(
     weights = jax.nn.softmax(scores, axis=-1).reshape(-1, q_len, k_len)
     out = jnp.einsum("bqk,bkd->bqd", weights, fold(value)).reshape(*batch, heads_, q_len, v_depth)
     return jnp.swapaxes(out, -2, -3)
+
+
+def rows_dot_general(
+    lhs: Array, rhs: Array, dimension_numbers: Any, precision: Any = None, **kwargs: Any
+) -> Array:
+    """`jax.lax.dot_general` computed as one 2-D matmul on rows when it is a dense layer:
+    `lhs [..., *c]` contracted with `rhs [*c, *f]` -> `[..., *f]` (no batch axes). Pass it as a
+    Flax layer's `dot_general` (e.g. `nn.MultiHeadDotProductAttention(qkv_dot_general=...,
+    out_dot_general=...)`) to get `on_rows`'s layout inside layers that take `[B, T, D]`
+    inputs; any other contraction is `jax.lax.dot_general` itself.
+    """
+    (lhs_c, rhs_c), (lhs_b, rhs_b) = dimension_numbers
+    n = len(lhs_c)
+    dense = tuple(lhs_c) == tuple(range(lhs.ndim - n, lhs.ndim)) and tuple(rhs_c) == tuple(range(n))
+    if lhs_b or rhs_b or not dense:
+        return jax.lax.dot_general(lhs, rhs, dimension_numbers, precision, **kwargs)
+    lead, free = lhs.shape[: lhs.ndim - n], rhs.shape[n:]
+    width = math.prod(rhs.shape[:n])
+    out = jax.lax.dot_general(
+        lhs.reshape(-1, width),
+        rhs.reshape(width, -1),
+        (((1,), (0,)), ((), ())),
+        precision,
+        **kwargs,
+    )
+    return out.reshape(*lead, *free)
 
 
 class MLP(nn.Module):

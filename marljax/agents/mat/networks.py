@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from marljax.agents import heads
-from marljax.nn.networks import dot_product_attention, on_rows, orthogonal
+from marljax.nn.networks import dot_product_attention, on_rows, orthogonal, rows_dot_general
 
 Array = jax.Array
 
@@ -53,6 +53,8 @@ def _attention(dim: int, heads_: int, cached: bool = False) -> nn.MultiHeadDotPr
         deterministic=True,
         decode=cached,
         attention_fn=dot_product_attention,
+        qkv_dot_general=rows_dot_general,
+        out_dot_general=rows_dot_general,
     )
 
 

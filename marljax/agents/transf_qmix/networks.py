@@ -23,7 +23,7 @@ from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
 from marljax.agents.transf_qmix.config import TransfQMIXConfig
 from marljax.agents.transf_qmix.loss import monotonic_mix
 from marljax.core.types import Environment, EnvParams
-from marljax.nn.networks import dot_product_attention, orthogonal
+from marljax.nn.networks import dot_product_attention, on_rows, orthogonal, rows_dot_general
 
 Array = jax.Array
 
@@ -89,10 +89,12 @@ class EncoderBlock(nn.Module):
             kernel_init=xavier,
             use_bias=False,
             attention_fn=dot_product_attention,
+            qkv_dot_general=rows_dot_general,
+            out_dot_general=rows_dot_general,
         )(x, x)
-        x = nn.LayerNorm()(attended + x)
-        h = nn.relu(nn.Dense(self.ff, kernel_init=xavier)(x))
-        return nn.LayerNorm()(nn.Dense(self.dim, kernel_init=xavier)(h) + x)
+        x = on_rows(nn.LayerNorm(), attended + x)
+        h = on_rows(lambda y: nn.relu(nn.Dense(self.ff, kernel_init=xavier)(y)), x)
+        return on_rows(nn.LayerNorm(), on_rows(nn.Dense(self.dim, kernel_init=xavier), h) + x)
 
 
 class Encoder(nn.Module):
