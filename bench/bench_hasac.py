@@ -41,7 +41,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from harness import Options, Result, case, compile_table, main, timed
+from harness import Options, Result, case, compile_table, main, timed, xla_flops
 
 import marljax
 from marljax.agents.base import Observation, Trajectory
@@ -168,12 +168,6 @@ def compile_vs_agents(opts: Options) -> list[Result]:
     return out
 
 
-def _flops(fn, *args) -> float:
-    """FLOPs of `jax.jit(fn)(*args)` by XLA's cost analysis (a loop body counted once)."""
-    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
-    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
-
-
 @case("hasac_flops/per_env_step")
 def flops_per_env_step(opts: Options) -> list[Result]:
     """MFLOP per env step of MAPPO and of HASAC at HARL's ratio (see the module docstring)."""
@@ -186,7 +180,7 @@ def flops_per_env_step(opts: Options) -> list[Result]:
         trainer = make_train(
             TrainConfig(NUM_ENVS, T, NUM_ENVS * T), env, make_ppo(cfg, env, params), params
         )
-        return _flops(trainer.train, key, PPOHParams())
+        return xla_flops(trainer.train, key, PPOHParams())
 
     per_epoch = (mappo_train_flops(2 * ROLLOUT) - mappo_train_flops(ROLLOUT)) / (NUM_ENVS * ROLLOUT)
     mappo = MAPPO.num_epochs * per_epoch
@@ -200,10 +194,10 @@ def flops_per_env_step(opts: Options) -> list[Result]:
     batch = jax.tree.map(
         lambda x: jnp.zeros((cfg.batch_size, *x.shape), x.dtype), model.example_item()
     )
-    critic = _flops(
+    critic = xla_flops(
         lambda s, b, k: sac_agent.critic_step(model, s, b, hp, k, None), state, batch, key
     )
-    actor = _flops(
+    actor = xla_flops(
         lambda s, b, k: sac_agent.actor_step(masac, s, b, hp, k, None), state, batch, key
     )
     steps_per_env_step = max(1, round(cfg.utd_ratio * ROLLOUT)) / (NUM_ENVS * ROLLOUT)

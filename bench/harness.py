@@ -1000,6 +1000,12 @@ _HLO_OP = re.compile(r"= ([a-z0-9]+)\[([0-9,]*)\](?:\{[0-9,]*\})? ([a-z-]+)\(")
 _BYTES = {"f32": 4, "s32": 4, "u32": 4, "f16": 2, "bf16": 2, "pred": 1, "s8": 1, "u8": 1}
 
 
+def xla_flops(fn: Callable, *args: Any) -> float:
+    """FLOPs of `jax.jit(fn)(*args)` by XLA's cost analysis (a loop body counted once)."""
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
 def hlo_stats(compiled: Any) -> dict[str, int]:
     """Counts of a compiled program's optimised HLO (`compiled.as_text()`), to compare the work of
     two programs: instructions, fusions, while loops, dots, and the bytes written by layout copies
