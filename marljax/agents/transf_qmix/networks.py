@@ -23,7 +23,7 @@ from marljax.agents.qlearning.networks import QNetworks, make_q_networks, next_q
 from marljax.agents.transf_qmix.config import TransfQMIXConfig
 from marljax.agents.transf_qmix.loss import monotonic_mix
 from marljax.core.types import Environment, EnvParams
-from marljax.nn.networks import dot_product_attention, on_rows, orthogonal, rows_dot_general
+from marljax.nn.networks import orthogonal
 
 Array = jax.Array
 
@@ -84,17 +84,11 @@ class EncoderBlock(nn.Module):
     def __call__(self, x: Array) -> Array:
         xavier = nn.initializers.xavier_uniform()
         attended = nn.MultiHeadDotProductAttention(
-            num_heads=self.heads,
-            qkv_features=self.dim,
-            kernel_init=xavier,
-            use_bias=False,
-            attention_fn=dot_product_attention,
-            qkv_dot_general=rows_dot_general,
-            out_dot_general=rows_dot_general,
+            num_heads=self.heads, qkv_features=self.dim, kernel_init=xavier, use_bias=False
         )(x, x)
-        x = on_rows(nn.LayerNorm(), attended + x)
-        h = on_rows(lambda y: nn.relu(nn.Dense(self.ff, kernel_init=xavier)(y)), x)
-        return on_rows(nn.LayerNorm(), on_rows(nn.Dense(self.dim, kernel_init=xavier), h) + x)
+        x = nn.LayerNorm()(attended + x)
+        h = nn.relu(nn.Dense(self.ff, kernel_init=xavier)(x))
+        return nn.LayerNorm()(nn.Dense(self.dim, kernel_init=xavier)(h) + x)
 
 
 class Encoder(nn.Module):
