@@ -30,4 +30,4 @@ runner.experiment_kwargs = _one_update_chunks
 
 
 if __name__ == "__main__":
-    sys.exit(cli.main(["benchmark", *sys.argv[1:]]))
+    cli.entry(["benchmark", *sys.argv[1:]])

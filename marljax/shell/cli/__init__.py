@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import os
 import sys
 import threading
 
@@ -72,6 +73,28 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
 
 
+#: `main`'s exit status after Ctrl-C.
+INTERRUPTED = 130
+
+
+def entry(argv: list[str] | None = None) -> None:
+    """The `marljax` process: `main`, then exit with its status.
+
+    After Ctrl-C the process leaves at once (`os._exit`, streams flushed) instead of through
+    the interpreter's shutdown: the interrupted program may still be running on XLA's threads,
+    and its host callbacks (progress, metrics) calling into a finalising interpreter abort the
+    process ("terminate called after throwing an instance of ''", status -6 instead of 130).
+    Leaving at once is as safe as a kill, which every run directory survives (checkpoints and
+    files are written whole or not at all; `tests/test_crash_safety.py`).
+    """
+    code = main(argv)
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)
+    sys.exit(code)
+
+
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -124,8 +147,15 @@ def _main(argv: list[str] | None) -> int:
             "(continue it with --resume RUN_DIR)",
             file=sys.stderr,
         )
-        return 130
+        return INTERRUPTED
     return 0
 
 
-__all__ = ["build_parser", "experiment_from_args", "interrupts_kept", "main"]
+__all__ = [
+    "INTERRUPTED",
+    "build_parser",
+    "entry",
+    "experiment_from_args",
+    "interrupts_kept",
+    "main",
+]

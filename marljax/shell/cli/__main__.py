@@ -1,7 +1,5 @@
 """`python -m marljax.shell.cli`: the `marljax` command."""
 
-import sys
+from marljax.shell.cli import entry
 
-from marljax.shell.cli import main
-
-sys.exit(main())
+entry()
