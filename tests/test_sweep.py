@@ -193,6 +193,64 @@ def test_memory_estimate_chunks_runs_into_calls_of_one_program():
         ex.execute(trainer, keys, hp, mesh=ex.make_mesh("runs", 1), max_memory_bytes=10)
 
 
+def test_cpu_budget_leaves_room_for_the_split_runs_host_buffer(monkeypatch):
+    """On a CPU the split runs' host buffer shares the memory of the calls: the default budget
+    (half the available memory) takes it off before sizing the calls, and refuses a split
+    whose buffer leaves no room for one call."""
+    env, params = marljax.make("matrix/climbing-v0")
+    trainer = make_train(TINY, env, toy_agent(env, params), params)
+    keys, hp = _runs(5)
+    mesh = ex.make_mesh("runs", 1)
+    est = ex.estimate_memory(ex.programs(trainer, mesh), trainer, 5, TINY.num_updates, hp)
+    per_run, host = est.bytes_per_run, 5 * est.state_bytes_per_run
+    assert 0 < est.state_bytes_per_run < per_run
+    monkeypatch.setattr(ex, "_host_available_bytes", lambda: 2 * (per_run + host - 1))
+    with pytest.raises(cfg.ConfigError, match="host buffer"):
+        ex.execute(trainer, keys, hp, mesh=mesh)
+    notes = []
+    monkeypatch.setattr(ex, "_host_available_bytes", lambda: 2 * (2 * per_run + host))
+    ex.execute(trainer, keys, hp, mesh=mesh, say=notes.append)
+    assert any("2 runs per call" in n for n in notes), notes
+
+
+def test_runs_split_over_calls_share_one_host_copy_and_resume_exactly():
+    """5 runs in calls of 2: between chunks the host holds one buffer of their states, which
+    every chunk's `state()` and the result are read-only views of (no copy per checkpoint or
+    at the end); the results are the one-call run's, and a resume from a copied chunk state
+    (released once placed) ends bitwise where the uninterrupted split run ends."""
+    env, params = marljax.make("matrix/climbing-v0")
+    config = TrainConfig(num_envs=4, rollout_len=4, total_env_steps=4 * 4 * 4)
+    trainer = make_train(config, env, toy_agent(env, params), params)
+    keys, hp = _runs(5)
+    mesh = ex.make_mesh("runs", 1)
+    whole = ex.execute(trainer, keys, hp, mesh=mesh, chunk_updates=2)
+    views, copies = [], []
+
+    def keep(c):
+        views.append(c.state())
+        copies.append(jax.tree.map(np.copy, c.state()))
+
+    split = ex.execute(
+        trainer, keys, hp, mesh=mesh, chunk_updates=2, runs_per_call=2, callbacks=[keep]
+    )
+    leaves = jax.tree.leaves(split.state)
+    assert all(not x.flags.writeable for x in jax.tree.leaves(views[0]))
+    assert all(np.shares_memory(a, b) for a, b in zip(jax.tree.leaves(views[-1]), leaves))
+    assert all(np.shares_memory(a, b) for a, b in zip(jax.tree.leaves(views[0]), leaves))
+    for a, b in zip(jax.tree.leaves(whole.state), leaves):
+        assert a.shape == b.shape and a.shape[0] == 5
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    start = ex.Start(copies[0], 2, {k: v[:, :2] for k, v in split.metrics.items()})
+    resumed = ex.execute(
+        trainer, keys, hp, mesh=mesh, chunk_updates=2, runs_per_call=2, start=start
+    )
+    assert start.state is None
+    for a, b in zip(jax.tree.leaves(resumed.state), leaves):
+        np.testing.assert_array_equal(a, b)
+    for k, v in split.metrics.items():
+        np.testing.assert_array_equal(resumed.metrics[k], v, err_msg=k)
+
+
 def test_a_shorter_last_chunk_runs_in_the_one_chunk_program(monkeypatch):
     """5 updates in chunks of 2 run as 2 + 2 + 1 updates of ONE compiled program (the third
     chunk's second update masked), with the fused run's results."""

@@ -384,6 +384,12 @@ def default_memory_budget(mesh: Mesh | None = None) -> int:
     return int(0.5 * _host_available_bytes() / max(1, len(local)))
 
 
+def _on_cpu(mesh: Mesh) -> bool:
+    """Whether `mesh`'s local devices are the host's CPU (their memory is the host's)."""
+    local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+    return (local or list(mesh.devices.flat))[0].platform == "cpu"
+
+
 def _host_available_bytes() -> int:
     try:
         with open("/proc/meminfo") as f:
@@ -447,6 +453,8 @@ class MemoryEstimate:
     peak_bytes_per_device: int | None
     compiled: Any = dataclasses.field(default=None, repr=False)
     runs_per_device: int = 0
+    #: bytes of one run's training state (what a host buffer keeps per run between calls)
+    state_bytes_per_run: int = 0
 
     @property
     def bytes_per_run(self) -> int | None:
@@ -503,7 +511,8 @@ def estimate_memory(
             - stats.alias_size_in_bytes
         )
     per_device = num_runs if progs.layout == "envs" else max(1, num_runs // progs.mesh.size)
-    return MemoryEstimate(num_runs, progs.mesh.size, peak, compiled, per_device)
+    state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)) // num_runs
+    return MemoryEstimate(num_runs, progs.mesh.size, peak, compiled, per_device, state_bytes)
 
 
 # ----------------------------------------------------------------------------- execute
@@ -690,6 +699,18 @@ def execute(
                 "envs, a smaller model or chunk, or --max-memory to raise the budget. Nothing "
                 "was run or written."
             )
+        if max_memory_bytes is None and _on_cpu(mesh):  # the host buffer shares the memory
+            host = R * estimate.state_bytes_per_run
+            fit = max(0, budget - host) // per_run
+            if fit < 1:
+                raise ConfigError(
+                    f"{R} runs do not fit in one call, and split over several they need a host "
+                    f"buffer of {fmt_bytes(host)} ({fmt_bytes(estimate.state_bytes_per_run)} "
+                    f"of training state per run) beside one call of at least "
+                    f"{fmt_bytes(per_run)}, over the budget of {fmt_bytes(budget)} (half the "
+                    "available host memory). Use fewer runs, envs, a smaller model, buffer or "
+                    "chunk, or --max-memory to set the budget. Nothing was run or written."
+                )
         per_call = int(fit) * D
         say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
         estimate = estimate_memory(progs, trainer, per_call, first_n, template, masked=masked)
@@ -701,7 +722,9 @@ def execute(
         runs.init(keys, hparams)
     else:
         runs.put(pad_runs(start.state, R) if start.state is not None else None, hparams, active)
+        start.state = None  # placed: the caller's host copy is not kept for the whole run
     history = {k: np.asarray(v)[:R] for k, v in (start.metrics if start else {}).items()}
+    info = None
     while done < total:
         n = min(chunk, total - done)
         t0 = time.perf_counter()
@@ -727,7 +750,9 @@ def execute(
             stop = bool(cb(info)) or stop
         if stop:
             break
-    return Execution(runs.host_state(), history, done, total, runs.hparams, runs.active)
+    # The last chunk's state, fetched once (a checkpoint callback already did): no second copy.
+    final = runs.host_state() if info is None else info.state()
+    return Execution(final, history, done, total, runs.hparams, runs.active)
 
 
 def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParams | None = None):
@@ -758,9 +783,14 @@ def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParam
 
 
 class _Runs:
-    """The runs of one `execute` call: the active ones on the devices in groups of `per_call`
-    (one program call each; kept on the host between chunks when there are several), the
-    stopped ones frozen on the host."""
+    """The runs of one `execute` call: the active ones in groups of `per_call` (one program
+    call each), the stopped ones frozen on the host.
+
+    One group stays on the devices between chunks. Several groups (a `"runs"` layout that does
+    not fit in one call) share one host buffer `[active runs, ...]` that each call reads its
+    group from and writes its group back into, so the host holds one copy of the runs' state,
+    however many groups and chunks there are.
+    """
 
     def __init__(self, progs, mesh, layout, R, per_call, compiled, compiled_n, masked=False):
         self.progs, self.mesh, self.layout, self.R = progs, mesh, layout, R
@@ -769,10 +799,16 @@ class _Runs:
         self.active = np.ones(R, bool)
         self.frozen = None  # every run's host state while some are stopped
         self.hparams = None
+        self.states: list = []  # one group: its state on the devices
+        self.host = None  # several groups: every active run's state `[n, ...]` (host buffer)
 
     @property
     def num_active(self) -> int:
         return int(self.active.sum())
+
+    @property
+    def several(self) -> bool:
+        return len(self.groups) > 1
 
     def _layout(self, hparams: Any) -> int:
         """Group the active runs; place their hparams; return the padded count."""
@@ -783,17 +819,33 @@ class _Runs:
         hps = pad_runs(_rows(hparams, np.flatnonzero(self.active)), padded)
         spec = P(RUNS_AXIS) if self.layout == "runs" else P()
         self.hp_groups = [place(_rows(hps, g), self.mesh, spec) for g in self.groups]
+        self.states, self.host = [], None
         return padded
+
+    def _store(self, i: int, state: Any) -> None:
+        """Keep group `i`'s new state: on the devices (one group) or in the host buffer."""
+        if not self.several:
+            self.states = [state]
+            return
+        lo = self.groups[i].start
+        k = min(self.size, self.num_active - lo)  # the last group's padding is dropped
+        part = gather(state)
+        if self.host is None:  # the first group allocates the buffer of every active run
+            n = self.num_active
+            self.host = jax.tree.map(lambda x: np.empty((n, *x.shape[1:]), x.dtype), part)
+        jax.tree.map(lambda h, x: np.copyto(h[lo : lo + k], x[:k]), self.host, part)
+
+    def _group(self, i: int) -> Any:
+        """Group `i`'s state placed for a program call (several groups)."""
+        part = pad_runs(_rows(self.host, self.groups[i]), self.size)
+        return _put_state(part, self.mesh, self.layout)
 
     def init(self, keys: np.ndarray, hparams: Any) -> None:
         self.hparams = hparams
         keys = pad_runs(keys, self._layout(hparams))
         spec = P(RUNS_AXIS) if self.layout == "runs" else P()
-        self.states = [
-            self.progs.init(place(keys[g], self.mesh, spec), hp)
-            for g, hp in zip(self.groups, self.hp_groups)
-        ]
-        self._keep()
+        for i, (g, hp) in enumerate(zip(self.groups, self.hp_groups)):
+            self._store(i, self.progs.init(place(keys[g], self.mesh, spec), hp))
 
     def put(self, state: Any, hparams: Any, active: np.ndarray | None = None) -> None:
         """Place every run's host state `[R, ...]`; continue the `active` ones."""
@@ -802,13 +854,13 @@ class _Runs:
         if not self.active.any():
             raise ValueError("at least one run must stay active")
         self.frozen = None if self.active.all() else state
-        host = pad_runs(_rows(state, np.flatnonzero(self.active)), self._layout(hparams))
-        self.states = [_put_state(_rows(host, g), self.mesh, self.layout) for g in self.groups]
-        self._keep()
-
-    def _keep(self) -> None:
-        if len(self.groups) > 1:  # several calls: keep the states between chunks on the host
-            self.states = [gather(s) for s in self.states]
+        idx = np.flatnonzero(self.active)
+        self._layout(hparams)
+        if self.several:  # the buffer: a copy of the active runs' rows
+            self.host = jax.tree.map(lambda x: np.array(np.asarray(x)[idx]), state)
+            return
+        host = pad_runs(_rows(state, idx), self.size)
+        self.states = [_put_state(host, self.mesh, self.layout)]
 
     def run(self, n: int) -> dict[str, np.ndarray]:
         """`n` updates of every active run; metrics `[R, n]` (NaN or 0 for stopped runs).
@@ -818,12 +870,12 @@ class _Runs:
         same = size == self.compiled_n and self.size == self.per_call
         fn = self.compiled if same else self.progs.run(size, self.masked)
         live = (place(np.int32(n), self.mesh, P()),) if self.masked else ()
-        outs, several = [], len(self.groups) > 1
+        outs = []
         for i in range(len(self.groups)):
-            state = _put_state(self.states[i], self.mesh, self.layout, True) if several else (
-                self.states[i])  # fmt: skip
+            state = self._group(i) if self.several else self.states[0]
             state, metrics = fn(state, self.hp_groups[i], *live)
-            self.states[i] = gather(state) if several else state
+            self._store(i, state)
+            del state  # (several groups: the device copy goes before the next is placed)
             outs.append(jax.tree.map(lambda m: np.asarray(m)[:, :n], gather(metrics)))
         k = self.num_active
         metrics = {name: np.concatenate([o[name] for o in outs])[:k] for name in outs[0]}
@@ -833,8 +885,15 @@ class _Runs:
         return {name: _set_rows(_blank(v, self.R), idx, v) for name, v in metrics.items()}
 
     def host_state(self) -> Any:
-        """Every run's state as host arrays `[R, ...]`."""
-        state = _host_state(self.states, self.layout, self.num_active)
+        """Every run's state as host arrays `[R, ...]`.
+
+        Several groups: read-only views of the host buffer, which the next chunk overwrites
+        (copy to keep them); one group: the devices' arrays fetched to the host."""
+        k = self.num_active
+        if self.several:
+            state = jax.tree.map(_read_only, self.host)
+        else:
+            state = _host_state(self.states[0], self.layout, k)
         if self.frozen is None:
             return state
         idx = np.flatnonzero(self.active)
@@ -888,11 +947,18 @@ def _put_state(host: Any, mesh: Mesh, layout: str, host_layout: bool = False) ->
     return place(host, mesh, P(ENVS_AXIS))
 
 
-def _host_state(states: list, layout: str, R: int) -> Any:
-    parts = [gather(s) for s in states]
+def _host_state(state: Any, layout: str, R: int) -> Any:
+    """One group's placed state as host arrays `[R, ...]` (no copy beyond the fetch)."""
+    host = gather(state)
     if layout == "envs":  # [D, R, ...] -> [R, D, ...]
-        parts = [jax.tree.map(lambda x: np.moveaxis(x, 0, 1), p) for p in parts]
-    return jax.tree.map(lambda *xs: np.concatenate(xs)[:R], *parts)
+        host = jax.tree.map(lambda x: np.moveaxis(x, 0, 1), host)
+    return jax.tree.map(lambda x: x[:R], host)
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    view = x.view()
+    view.flags.writeable = False
+    return view
 
 
 def state_like(
