@@ -49,6 +49,27 @@ def test_every_cell_is_a_valid_experiment():
         assert exp.train.total_env_steps == c.cpu_budget
 
 
+def test_smax_happo_cell_is_the_mappo_cell_but_for_the_update_and_the_actors():
+    """HAPPO vs MAPPO on SMAX is a side-by-side at equal settings: the HAPPO cell resolves to
+    the MAPPO cell's configuration, with one actor per agent."""
+    from marljax.agents import preset
+
+    def resolved(c):
+        p = preset(c.algo, c.preset) if c.preset else None
+        return [{**(getattr(p, part) if p else {}), **getattr(c, mine)}
+                for part, mine in (("config", "agent"), ("hparams", "hparams"),
+                                   ("train", "train"))]  # fmt: skip
+
+    for task in [t for t in TASKS if t.startswith("smax/")]:
+        mappo = CELLS[f"{task}:mappo"]
+        (h, hh, ht), (m, mh, mt) = resolved(CELLS[f"{task}:happo"]), resolved(mappo)
+        assert mappo.preset == "jaxmarl" and hh == mh
+        assert ht == {k: v for k, v in mt.items() if k != "total_env_steps"}
+        assert h.pop("parameter_mode") == "independent" and m.pop("parameter_mode") == "shared"
+        assert h == m
+        assert CELLS[f"{task}:mat"].train == {"num_envs": 32, "rollout_len": 100}
+
+
 def test_bad_cells_and_budgets_fail_before_anything_is_built(tmp_path):
     with pytest.raises(KeyError, match="Unknown benchmark task 'smax/3n'.*smax/3m"):
         cell("smax/3n", "mappo")

@@ -18,8 +18,9 @@ import dataclasses
 import difflib
 from typing import Any
 
-#: the algorithms of the suite (the issue's six), in table order
-ALGOS = ("ippo", "mappo", "qmix", "vdn", "iql", "pqn_vdn")
+#: the algorithms of the suite, in table order: the six of every task, then the
+#: sequential-update and sequence-model learners of the SMAX maps
+ALGOS = ("ippo", "mappo", "qmix", "vdn", "iql", "pqn_vdn", "happo", "mat")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +177,28 @@ _SMAX_MAPPO = dict(
     hparams=dict(lr=0.002, clip_eps=0.2, value_clip_eps=0.2, ent_coef=0.0, max_grad_norm=0.25),
     train=dict(num_envs=128, rollout_len=128),
 )  # fmt: skip
+#: MAT's authors' mat/scripts/train_smac.sh over the `mat` preset: 32 envs x 100 steps, 15 epochs
+#: of one minibatch, lr 5e-4, clip 0.05 (1 block, 64-wide tokens, 1 head: mat/config.py)
+_SMAX_MAT = dict(
+    agent=dict(num_epochs=15, num_minibatches=1),
+    hparams=dict(lr=5e-4, clip_eps=0.05, value_clip_eps=0.05),
+    train=dict(num_envs=32, rollout_len=100),
+)  # fmt: skip
+
+
+def _smax_happo() -> dict[str, dict]:
+    """The SMAX MAPPO cell's resolved configuration (its `jaxmarl` preset and overrides) with
+    HAPPO's sequential update and HARL's independent actors (`share_param: False`)."""
+    from marljax.agents import preset
+
+    mappo = preset("mappo", "jaxmarl")
+    return dict(
+        agent={**mappo.config, **_SMAX_MAPPO["agent"], "parameter_mode": "independent"},
+        hparams={**mappo.hparams, **_SMAX_MAPPO["hparams"]},
+        train=dict(_SMAX_MAPPO["train"]),
+    )
+
+
 #: JaxMARL baselines/QLearning/config/alg/ql_rnn_smax.yaml (valid for iql, vdn and qmix)
 _SMAX_Q = dict(
     agent=dict(
@@ -234,6 +257,19 @@ def _cells() -> list[Cell]:
                  "JaxMARL pqn_vdn_rnn_smax.yaml as far as marljax's feed-forward PQN goes: no "
                  "GRU, layer norm instead of batch norm, no burn-in window.", **_SMAX_PQN)
         )  # fmt: skip
+        cells += [
+            Cell(task, "happo", None, 10_000_000, 500_000,
+                 "The MAPPO cell's configuration (JaxMARL mappo_homogenous_rnn_smax.yaml) with "
+                 "HAPPO's sequential update in a random agent order (Kuba et al. 2022) and one "
+                 "actor per agent (HARL's share_param: False), for a side-by-side comparison at "
+                 "equal env steps; HARL's own SMAC configs are not used.", **_smax_happo()),
+            Cell(task, "mat", "mat", 10_000_000, 500_000,
+                 "MAT (Wen et al. 2022) PKU-MARL/Multi-Agent-Transformer mat/scripts/"
+                 "train_smac.sh: 32 envs x 100 steps, 15 epochs of one minibatch, lr 5e-4, clip "
+                 "0.05, 1 block of 64-wide tokens with 1 head, 1e7 steps. Not reproduced: the "
+                 "Huber value loss, ValueNorm's debiased EMA, value and policy active masks.",
+                 **_SMAX_MAT),
+        ]  # fmt: skip
     for task in ("lbf/8x8-2p-2f-coop", "lbf/10x10-3p-3f", "rware/tiny-2ag", "rware/tiny-4ag"):
         episode = 50 if task.startswith("lbf") else 500
         lbf = task.startswith("lbf")
