@@ -194,9 +194,9 @@ def test_memory_estimate_chunks_runs_into_calls_of_one_program():
 
 
 def test_cpu_budget_leaves_room_for_the_split_runs_host_buffer(monkeypatch):
-    """On a CPU the split runs' host buffer shares the memory of the calls: the default budget
-    (half the available memory) takes it off before sizing the calls, and refuses a split
-    whose buffer leaves no room for one call."""
+    """On a CPU the split runs' host buffer shares the memory of the calls: a call may use half
+    the available memory (the default budget) but never more than 80% of it less the buffer,
+    and a split whose buffer leaves no room for one call is refused before anything runs."""
     env, params = marljax.make("matrix/climbing-v0")
     trainer = make_train(TINY, env, toy_agent(env, params), params)
     keys, hp = _runs(5)
@@ -204,11 +204,14 @@ def test_cpu_budget_leaves_room_for_the_split_runs_host_buffer(monkeypatch):
     est = ex.estimate_memory(ex.programs(trainer, mesh), trainer, 5, TINY.num_updates, hp)
     per_run, host = est.bytes_per_run, 5 * est.state_bytes_per_run
     assert 0 < est.state_bytes_per_run < per_run
-    monkeypatch.setattr(ex, "_host_available_bytes", lambda: 2 * (per_run + host - 1))
+    # 80% of it less the buffer is one byte short of a call; half of it would hold one
+    available = -(-(per_run - 1 + host) * 5 // 4)
+    assert int(0.8 * available) - host < per_run <= available // 2
+    monkeypatch.setattr(ex, "_host_available_bytes", lambda: available)
     with pytest.raises(cfg.ConfigError, match="host buffer"):
         ex.execute(trainer, keys, hp, mesh=mesh)
     notes = []
-    monkeypatch.setattr(ex, "_host_available_bytes", lambda: 2 * (2 * per_run + host))
+    monkeypatch.setattr(ex, "_host_available_bytes", lambda: 5 * per_run)  # half: 2.5 runs
     ex.execute(trainer, keys, hp, mesh=mesh, say=notes.append)
     assert any("2 runs per call" in n for n in notes), notes
 

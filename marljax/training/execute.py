@@ -701,15 +701,16 @@ def execute(
             )
         if max_memory_bytes is None and _on_cpu(mesh):  # the host buffer shares the memory
             host = R * estimate.state_bytes_per_run
-            fit = max(0, budget - host) // per_run
+            room = (int(0.8 * _host_available_bytes()) - host) // D
+            fit = max(0, min(budget, room)) // per_run
             if fit < 1:
                 raise ConfigError(
                     f"{R} runs do not fit in one call, and split over several they need a host "
                     f"buffer of {fmt_bytes(host)} ({fmt_bytes(estimate.state_bytes_per_run)} "
                     f"of training state per run) beside one call of at least "
-                    f"{fmt_bytes(per_run)}, over the budget of {fmt_bytes(budget)} (half the "
-                    "available host memory). Use fewer runs, envs, a smaller model, buffer or "
-                    "chunk, or --max-memory to set the budget. Nothing was run or written."
+                    f"{fmt_bytes(per_run)}: more than 80% of the available host memory. Use "
+                    "fewer runs, envs, a smaller model, buffer or chunk, or --max-memory to set "
+                    "the budget of one call. Nothing was run or written."
                 )
         per_call = int(fit) * D
         say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
