@@ -68,6 +68,12 @@ def test_smax_happo_cell_is_the_mappo_cell_but_for_the_update_and_the_actors():
         assert h.pop("parameter_mode") == "independent" and m.pop("parameter_mode") == "shared"
         assert h == m
         assert CELLS[f"{task}:mat"].train == {"num_envs": 32, "rollout_len": 100}
+    # Overcooked-v2: MAPPO is the IPPO cell with a centralised critic
+    (m, mh, mt), (i, ih, it) = (resolved(CELLS[f"overcooked_v2/cramped_room:{a}"])
+                                for a in ("mappo", "ippo"))  # fmt: skip
+    assert mh == ih and mt == {k: v for k, v in it.items() if k != "total_env_steps"}
+    assert m.pop("critic_input") == "global" and m == i
+    assert "pqn_vdn" in {c.algo for c in CELLS.values() if c.task.startswith("overcooked")}
 
 
 def test_bad_cells_and_budgets_fail_before_anything_is_built(tmp_path):

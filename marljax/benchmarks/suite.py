@@ -186,16 +186,17 @@ _SMAX_MAT = dict(
 )  # fmt: skip
 
 
-def _smax_happo() -> dict[str, dict]:
-    """The SMAX MAPPO cell's resolved configuration (its `jaxmarl` preset and overrides) with
-    HAPPO's sequential update and HARL's independent actors (`share_param: False`)."""
+def _resolved(algo: str, preset_name: str, cell: dict, **agent: Any) -> dict[str, dict]:
+    """A cell configuration (`cell`: agent / hparams / train overrides of `algo`'s preset
+    `preset_name`) written out in full, with `agent` changed: the configuration of another
+    algorithm's cell that differs from it only where the two algorithms differ."""
     from marljax.agents import preset
 
-    mappo = preset("mappo", "jaxmarl")
+    p = preset(algo, preset_name)
     return dict(
-        agent={**mappo.config, **_SMAX_MAPPO["agent"], "parameter_mode": "independent"},
-        hparams={**mappo.hparams, **_SMAX_MAPPO["hparams"]},
-        train=dict(_SMAX_MAPPO["train"]),
+        agent={**p.config, **cell["agent"], **agent},
+        hparams={**p.hparams, **cell["hparams"]},
+        train=dict(cell["train"]),
     )
 
 
@@ -216,6 +217,26 @@ _SMAX_PQN = dict(
     hparams=dict(lr=2.5e-4, gamma=0.99, td_lambda=0.85, eps_finish=0.01, eps_anneal_steps=1e6,
                  max_grad_norm=1.0, reward_scale=10.0),
     train=dict(num_envs=128, rollout_len=128),
+)  # fmt: skip
+#: JaxMARL baselines/IPPO/config/ippo_rnn_overcooked_v2.yaml's network and PPO settings
+_OVERCOOKED_PPO = dict(
+    agent=dict(hidden_sizes=(128,), activation="relu", recurrent=True, gru_size=128),
+    hparams=dict(max_grad_norm=0.25),
+    train=dict(num_envs=64, rollout_len=128),
+)  # fmt: skip
+_OVERCOOKED_PPO_SRC = (
+    "JaxMARL ippo_rnn_overcooked_v2.yaml's network and PPO settings (FC 128, GRU 128, lr "
+    "2.5e-4, clip 0.2, entropy 0.01, 4 epochs, grad clip 0.25) on cramped_room, with 64 envs x "
+    "128 steps in 4 minibatches (its 256 x 256 in 64 would leave 15 updates in the CPU budget) "
+    "and without its options of the grounded_coord_simple layout; the CNN torso is not "
+    "reproduced: marljax flattens the grid into the MLP."
+)
+#: JaxMARL baselines/QLearning/config/alg/pqn_vdn_cnn_overcooked.yaml (Overcooked v1)
+_OVERCOOKED_PQN = dict(
+    agent=dict(hidden_sizes=(512, 512), layer_norm=True, num_epochs=4, num_minibatches=16),
+    hparams=dict(lr=7.5e-5, gamma=0.99, td_lambda=0.5, eps_finish=0.2, eps_anneal_steps=1e6,
+                 max_grad_norm=10.0),
+    train=dict(num_envs=64, rollout_len=16),
 )  # fmt: skip
 #: EPyMARL's repository configs for LBF and RWARE, trained on whole episodes (rollout_len)
 _EPY_PPO = dict(agent={}, hparams={}, train=dict(num_envs=10))
@@ -262,7 +283,8 @@ def _cells() -> list[Cell]:
                  "The MAPPO cell's configuration (JaxMARL mappo_homogenous_rnn_smax.yaml) with "
                  "HAPPO's sequential update in a random agent order (Kuba et al. 2022) and one "
                  "actor per agent (HARL's share_param: False), for a side-by-side comparison at "
-                 "equal env steps; HARL's own SMAC configs are not used.", **_smax_happo()),
+                 "equal env steps; HARL's own SMAC configs are not used.",
+                 **_resolved("mappo", "jaxmarl", _SMAX_MAPPO, parameter_mode="independent")),
             Cell(task, "mat", "mat", 10_000_000, 500_000,
                  "MAT (Wen et al. 2022) PKU-MARL/Multi-Agent-Transformer mat/scripts/"
                  "train_smac.sh: 32 envs x 100 steps, 15 epochs of one minibatch, lr 5e-4, clip "
@@ -317,10 +339,17 @@ def _cells() -> list[Cell]:
     )  # fmt: skip
     cells += [
         Cell("overcooked_v2/cramped_room", "ippo", "jaxmarl", 30_000_000, 1_000_000,
-             "JaxMARL ippo_rnn_overcooked_v2.yaml (CNN torso not reproduced: marljax flattens "
-             "the grid into the MLP).",
-             agent=dict(hidden_sizes=(128,), activation="relu", recurrent=True, gru_size=128),
-             hparams=dict(max_grad_norm=0.25), train=dict(num_envs=64, rollout_len=128)),
+             _OVERCOOKED_PPO_SRC, **_OVERCOOKED_PPO),
+        Cell("overcooked_v2/cramped_room", "mappo", None, 30_000_000, 1_000_000,
+             "The IPPO cell's configuration with MAPPO's centralised critic of the world state "
+             "(JaxMARL ships no MAPPO configuration for Overcooked-v2). " + _OVERCOOKED_PPO_SRC,
+             **_resolved("ippo", "jaxmarl", _OVERCOOKED_PPO, critic_input="global")),
+        Cell("overcooked_v2/cramped_room", "pqn_vdn", "jaxmarl", 5_000_000, 1_000_000,
+             "JaxMARL pqn_vdn_cnn_overcooked.yaml, written for Overcooked v1 with reward "
+             "shaping (64 envs x 16 steps, 2 x 512 with layer norm, lambda 0.5, epsilon 1 to "
+             "0.2 over 1e6 steps, lr 7.5e-5, 4 epochs x 16 minibatches, 5e6 steps); here on "
+             "Overcooked-v2 without shaping, the CNN flattened, no learning-rate decay.",
+             **_OVERCOOKED_PQN),
         Cell("hanabi/2p", "ippo", "jaxmarl", 10_000_000_000, 2_000_000,
              "JaxMARL ippo_ff_hanabi.yaml (1024 envs x 128 steps, 1e10 steps).",
              hparams=dict(lr=5e-4), train=dict(num_envs=1024, rollout_len=128)),
