@@ -375,8 +375,7 @@ def _shard(fn: Callable, mesh: Mesh, in_specs: tuple, out_specs: Any) -> Callabl
 def default_memory_budget(mesh: Mesh | None = None) -> int:
     """Bytes one device may use: 80% of an accelerator's `bytes_limit`; on CPU half the
     available host memory shared by the local CPU devices."""
-    devices = list(mesh.devices.flat) if mesh is not None else jax.devices()
-    local = [d for d in devices if d.process_index == jax.process_index()] or devices
+    local = _local_devices(mesh)
     if local[0].platform != "cpu":
         stats = local[0].memory_stats() or {}
         if "bytes_limit" in stats:
@@ -384,10 +383,15 @@ def default_memory_budget(mesh: Mesh | None = None) -> int:
     return int(0.5 * _host_available_bytes() / max(1, len(local)))
 
 
+def _local_devices(mesh: Mesh | None) -> list:
+    """This process's devices of `mesh` (default: of every device); all of them if none is."""
+    devices = list(mesh.devices.flat) if mesh is not None else jax.devices()
+    return [d for d in devices if d.process_index == jax.process_index()] or devices
+
+
 def _on_cpu(mesh: Mesh) -> bool:
     """Whether `mesh`'s local devices are the host's CPU (their memory is the host's)."""
-    local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
-    return (local or list(mesh.devices.flat))[0].platform == "cpu"
+    return _local_devices(mesh)[0].platform == "cpu"
 
 
 def _host_available_bytes() -> int:
@@ -684,36 +688,10 @@ def execute(
     first_n = chunk if masked else min(chunk, max(1, total - done))
     template = jax.tree.map(lambda x: x[0], hparams)
     estimate = estimate_memory(progs, trainer, per_call, first_n, template, check, masked)
-    budget = default_memory_budget(mesh) if max_memory_bytes is None else int(max_memory_bytes)
-    per_run = estimate.bytes_per_run
-    per_device = estimate.runs_per_device
-    if per_run is not None and per_run * per_device > budget:
-        fit = budget // per_run
-        shape = f"{trainer.config.num_envs} envs, {first_n} updates per chunk"
-        if fit < 1 or layout == "envs" or runs_per_call is not None:
-            raise ConfigError(
-                f"One run needs about {fmt_bytes(per_run)} of device memory per chunk "
-                f"({per_device} run(s) per device: {fmt_bytes(per_run * per_device)}; {shape}; "
-                "XLA's estimate of arguments + outputs + "
-                f"temporaries), over the budget of {fmt_bytes(budget)} per device. Use fewer "
-                "envs, a smaller model or chunk, or --max-memory to raise the budget. Nothing "
-                "was run or written."
-            )
-        if max_memory_bytes is None and _on_cpu(mesh):  # the host buffer shares the memory
-            host = R * estimate.state_bytes_per_run
-            room = (int(0.8 * _host_available_bytes()) - host) // D
-            fit = max(0, min(budget, room)) // per_run
-            if fit < 1:
-                raise ConfigError(
-                    f"{R} runs do not fit in one call, and split over several they need a host "
-                    f"buffer of {fmt_bytes(host)} ({fmt_bytes(estimate.state_bytes_per_run)} "
-                    f"of training state per run) beside one call of at least "
-                    f"{fmt_bytes(per_run)}: more than 80% of the available host memory. Use "
-                    "fewer runs, envs, a smaller model, buffer or chunk, or --max-memory to set "
-                    "the budget of one call. Nothing was run or written."
-                )
-        per_call = int(fit) * D
-        say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
+    per_call = _calls_that_fit(
+        estimate, trainer, mesh, layout, R, per_call, first_n, max_memory_bytes, runs_per_call, say
+    )
+    if per_call != estimate.runs:
         estimate = estimate_memory(progs, trainer, per_call, first_n, template, masked=masked)
     if prepared is not None:
         prepared()
@@ -754,6 +732,57 @@ def execute(
     # The last chunk's state, fetched once (a checkpoint callback already did): no second copy.
     final = runs.host_state() if info is None else info.state()
     return Execution(final, history, done, total, runs.hparams, runs.active)
+
+
+def _calls_that_fit(
+    estimate: MemoryEstimate,
+    trainer: Trainer,
+    mesh: Mesh,
+    layout: Layout,
+    R: int,
+    per_call: int,
+    first_n: int,
+    max_memory_bytes: int | None,
+    runs_per_call: int | None,
+    say: Callable[[str], None],
+) -> int:
+    """Runs per call within the memory budget: `per_call` when the estimated call fits, else
+    as many whole device rows as fit (on a CPU beside the host buffer that then keeps every
+    run's state between calls). Raises `ConfigError` when not even one run per device fits, or
+    when a split is needed but not allowed (the `"envs"` layout, a forced `runs_per_call`)."""
+    D = mesh.size
+    budget = default_memory_budget(mesh) if max_memory_bytes is None else int(max_memory_bytes)
+    per_run = estimate.bytes_per_run
+    per_device = estimate.runs_per_device
+    if per_run is None or per_run * per_device <= budget:
+        return per_call
+    fit = budget // per_run
+    shape = f"{trainer.config.num_envs} envs, {first_n} updates per chunk"
+    if fit < 1 or layout == "envs" or runs_per_call is not None:
+        raise ConfigError(
+            f"One run needs about {fmt_bytes(per_run)} of device memory per chunk "
+            f"({per_device} run(s) per device: {fmt_bytes(per_run * per_device)}; {shape}; "
+            "XLA's estimate of arguments + outputs + "
+            f"temporaries), over the budget of {fmt_bytes(budget)} per device. Use fewer "
+            "envs, a smaller model or chunk, or --max-memory to raise the budget. Nothing "
+            "was run or written."
+        )
+    if max_memory_bytes is None and _on_cpu(mesh):  # the host buffer shares the memory
+        host = R * estimate.state_bytes_per_run
+        room = (int(0.8 * _host_available_bytes()) - host) // D
+        fit = max(0, min(budget, room)) // per_run
+        if fit < 1:
+            raise ConfigError(
+                f"{R} runs do not fit in one call, and split over several they need a host "
+                f"buffer of {fmt_bytes(host)} ({fmt_bytes(estimate.state_bytes_per_run)} "
+                f"of training state per run) beside one call of at least "
+                f"{fmt_bytes(per_run)}: more than 80% of the available host memory. Use "
+                "fewer runs, envs, a smaller model, buffer or chunk, or --max-memory to set "
+                "the budget of one call. Nothing was run or written."
+            )
+    per_call = int(fit) * D
+    say(f"{R} runs do not fit in one call: {per_call} runs per call, one program")
+    return per_call
 
 
 def sweep(trainer: Trainer, keys: Array, hparams_grid: Any, env_params: EnvParams | None = None):
