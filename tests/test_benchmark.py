@@ -295,3 +295,23 @@ def test_a_replay_capped_at_what_the_budget_collects_learns_the_same():
     for k, v in metrics[0].items():
         if k != "buffer_size":
             np.testing.assert_array_equal(v, metrics[1][k], err_msg=k)
+
+
+def test_epsilon_anneals_over_the_sources_fraction_of_the_run():
+    """JaxMARL's Q-learners anneal epsilon over `EPS_DECAY` of their updates: a cell keeps that
+    fraction at any budget (1e6 of the published 1e7, 5e4 of the CPU budget's 5e5), and a cell
+    without a fraction keeps its preset's schedule."""
+    from marljax.benchmarks.suite import CELLS, experiment_kwargs
+
+    for name, fraction in (("smax/3m:qmix", 0.1), ("smax/2s3z:pqn_vdn", 0.1),
+                           ("mpe/simple_spread:vdn", 0.1),
+                           ("overcooked_v2/cramped_room:pqn_vdn", 0.2)):  # fmt: skip
+        c = CELLS[name]
+        for steps in (c.budget, c.cpu_budget, 123_456):
+            hp = experiment_kwargs(c, steps)["hparams"]
+            assert hp["eps_anneal_steps"] == round(fraction * steps), (name, steps)
+    assert (
+        experiment_kwargs(CELLS["smax/3m:qmix"], 10_000_000)["hparams"]["eps_anneal_steps"] == 1e6
+    )
+    lbf = CELLS["lbf/8x8-2p-2f-coop:qmix"]
+    assert "eps_anneal_steps" not in experiment_kwargs(lbf, lbf.cpu_budget)["hparams"]

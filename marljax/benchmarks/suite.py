@@ -58,6 +58,10 @@ class Cell:
       budget: the source's training budget in env steps; `cpu_budget`: the stated smaller
         budget of the CPU runs (`marljax benchmark --budget cpu`).
       source: where the configuration comes from and what marljax does not reproduce of it.
+      eps_decay: the source's epsilon anneal as a fraction of its run (JaxMARL's `EPS_DECAY`,
+        over `EPS_DECAY * NUM_UPDATES`): the cell anneals epsilon over this fraction of the env
+        steps it trains (`eps_anneal_steps`), at the published budget and at a smaller one
+        alike, as the source's code would at that budget. None: `hparams` or the preset set it.
     """
 
     task: str
@@ -69,6 +73,7 @@ class Cell:
     agent: dict = dataclasses.field(default_factory=dict)
     hparams: dict = dataclasses.field(default_factory=dict)
     train: dict = dataclasses.field(default_factory=dict)
+    eps_decay: float | None = None
 
     @property
     def name(self) -> str:
@@ -207,15 +212,14 @@ _SMAX_Q = dict(
         gradient_steps=8, learning_starts=10_000, target_update_interval=80,
         team_reward="mean", hypernet_hidden=256,
     ),
-    hparams=dict(lr=5e-5, gamma=0.99, eps_finish=0.05, eps_anneal_steps=1e6, max_grad_norm=10.0,
-                 reward_scale=10.0),
+    hparams=dict(lr=5e-5, gamma=0.99, eps_finish=0.05, max_grad_norm=10.0, reward_scale=10.0),
     train=dict(num_envs=16, rollout_len=100),
 )  # fmt: skip
 #: JaxMARL baselines/QLearning/config/alg/pqn_vdn_rnn_smax.yaml, feed-forward (see source)
 _SMAX_PQN = dict(
     agent=dict(hidden_sizes=(512, 512), layer_norm=True, num_epochs=4, num_minibatches=16),
-    hparams=dict(lr=2.5e-4, gamma=0.99, td_lambda=0.85, eps_finish=0.01, eps_anneal_steps=1e6,
-                 max_grad_norm=1.0, reward_scale=10.0),
+    hparams=dict(lr=2.5e-4, gamma=0.99, td_lambda=0.85, eps_finish=0.01, max_grad_norm=1.0,
+                 reward_scale=10.0),
     train=dict(num_envs=128, rollout_len=128),
 )  # fmt: skip
 #: JaxMARL baselines/IPPO/config/ippo_rnn_overcooked_v2.yaml's network and PPO settings
@@ -234,8 +238,7 @@ _OVERCOOKED_PPO_SRC = (
 #: JaxMARL baselines/QLearning/config/alg/pqn_vdn_cnn_overcooked.yaml (Overcooked v1)
 _OVERCOOKED_PQN = dict(
     agent=dict(hidden_sizes=(512, 512), layer_norm=True, num_epochs=4, num_minibatches=16),
-    hparams=dict(lr=7.5e-5, gamma=0.99, td_lambda=0.5, eps_finish=0.2, eps_anneal_steps=1e6,
-                 max_grad_norm=10.0),
+    hparams=dict(lr=7.5e-5, gamma=0.99, td_lambda=0.5, eps_finish=0.2, max_grad_norm=10.0),
     train=dict(num_envs=64, rollout_len=16),
 )  # fmt: skip
 #: EPyMARL's repository configs for LBF and RWARE, trained on whole episodes (rollout_len)
@@ -270,13 +273,15 @@ def _cells() -> list[Cell]:
                 Cell(task, algo, "jaxmarl", 10_000_000, 500_000,
                      "JaxMARL baselines/QLearning/config/alg/ql_rnn_smax.yaml (16 envs, 100-step "
                      "sequences as the paper's runs, 8 gradient steps per update, target every "
-                     "10 updates, reward x10). Not reproduced: the learning-rate decay.",
-                     **_SMAX_Q)
+                     "10 updates, reward x10, epsilon over the first 10% of the run). Not "
+                     "reproduced: the learning-rate decay.",
+                     eps_decay=0.1, **_SMAX_Q)
             )  # fmt: skip
         cells.append(
             Cell(task, "pqn_vdn", "jaxmarl", 10_000_000, 500_000,
                  "JaxMARL pqn_vdn_rnn_smax.yaml as far as marljax's feed-forward PQN goes: no "
-                 "GRU, layer norm instead of batch norm, no burn-in window.", **_SMAX_PQN)
+                 "GRU, layer norm instead of batch norm, no burn-in window (epsilon over the first "
+                 "10% of the run, as its EPS_DECAY).", eps_decay=0.1, **_SMAX_PQN)
         )  # fmt: skip
         cells += [
             Cell(task, "happo", None, 10_000_000, 500_000,
@@ -328,14 +333,14 @@ def _cells() -> list[Cell]:
         cells.append(
             Cell(task, algo, "jaxmarl", 10_000_000, 1_000_000,
                  "JaxMARL ql_rnn_mpe.yaml (the preset; 8 envs, 25-step sequences, epsilon over "
-                 "1e6 steps).",
-                 agent=dict(sequence_len=25), hparams=dict(eps_anneal_steps=1e6),
-                 train=dict(num_envs=8, rollout_len=25))
+                 "the first 10% of the run as its EPS_DECAY).",
+                 agent=dict(sequence_len=25), train=dict(num_envs=8, rollout_len=25),
+                 eps_decay=0.1)
         )  # fmt: skip
     cells.append(
         Cell(task, "pqn_vdn", "jaxmarl", 10_000_000, 2_000_000,
-             "JaxMARL pqn_vdn_ff_mpe.yaml at its current 1e7 steps (epsilon over 1e6).",
-             hparams=dict(eps_anneal_steps=1e6))
+             "JaxMARL pqn_vdn_ff_mpe.yaml at its current 1e7 steps (epsilon over the first 10% "
+             "of the run, as its EPS_DECAY).", eps_decay=0.1)
     )  # fmt: skip
     cells += [
         Cell("overcooked_v2/cramped_room", "ippo", "jaxmarl", 30_000_000, 1_000_000,
@@ -347,9 +352,9 @@ def _cells() -> list[Cell]:
         Cell("overcooked_v2/cramped_room", "pqn_vdn", "jaxmarl", 5_000_000, 1_000_000,
              "JaxMARL pqn_vdn_cnn_overcooked.yaml, written for Overcooked v1 with reward "
              "shaping (64 envs x 16 steps, 2 x 512 with layer norm, lambda 0.5, epsilon 1 to "
-             "0.2 over 1e6 steps, lr 7.5e-5, 4 epochs x 16 minibatches, 5e6 steps); here on "
+             "0.2 over the first 20% of the run, lr 7.5e-5, 4 epochs x 16 minibatches, 5e6 steps); here on "
              "Overcooked-v2 without shaping, the CNN flattened, no learning-rate decay.",
-             **_OVERCOOKED_PQN),
+             eps_decay=0.2, **_OVERCOOKED_PQN),
         Cell("hanabi/2p", "ippo", "jaxmarl", 10_000_000_000, 2_000_000,
              "JaxMARL ippo_ff_hanabi.yaml (1024 envs x 128 steps, 1e10 steps).",
              hparams=dict(lr=5e-4), train=dict(num_envs=1024, rollout_len=128)),
@@ -419,9 +424,18 @@ def _replay_fits_the_budget(c: Cell, steps: int) -> dict[str, Any]:
     return {**c.agent, "buffer_size": min(size, need)} if need < size else dict(c.agent)
 
 
+def _epsilon_over_the_run(c: Cell, steps: int) -> dict[str, Any]:
+    """The cell's hparams with `eps_anneal_steps` = `c.eps_decay` of `steps` where the source
+    anneals epsilon over a fraction of its run (`Cell.eps_decay`)."""
+    if c.eps_decay is None:
+        return dict(c.hparams)
+    return {**c.hparams, "eps_anneal_steps": float(round(c.eps_decay * int(steps)))}
+
+
 def experiment_kwargs(c: Cell, steps: int) -> dict[str, Any]:
     """The `marljax.shell.experiment.Experiment` fields of a cell trained for `steps` env steps
-    (its replay capacity capped at what the budget collects, `_replay_fits_the_budget`)."""
+    (its replay capacity capped at what the budget collects, `_replay_fits_the_budget`; its
+    epsilon annealed over the source's fraction of the run, `_epsilon_over_the_run`)."""
     t = TASKS[c.task]
     return dict(
         algo=c.algo,
@@ -429,7 +443,7 @@ def experiment_kwargs(c: Cell, steps: int) -> dict[str, Any]:
         env_kwargs=dict(t.env_kwargs),
         preset=c.preset,
         agent=_replay_fits_the_budget(c, steps),
-        hparams=dict(c.hparams),
+        hparams=_epsilon_over_the_run(c, steps),
         train={**c.train, "total_env_steps": int(steps)},
         metric=t.metric,
     )
