@@ -37,3 +37,4 @@ run_group smax3m 300 smax/3m ippo,mappo
 run_group mpe_spread 200 mpe/simple_spread ippo,mappo,vdn,pqn_vdn
 run_group smax2s3z 200 smax/2s3z ippo,mappo
 run_group smax3m_happo_mat 300 smax/3m happo,mat
+run_group smax3m_q 300 smax/3m qmix,vdn,iql,pqn_vdn
