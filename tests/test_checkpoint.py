@@ -58,3 +58,39 @@ def test_a_reader_never_removes_a_writers_save_in_progress(tmp_path):
     assert sorted(os.listdir(tmp_path / "ckpt")) == ["1", in_progress.name]
     assert Checkpointer(tmp_path / "none", read_only=True).all_steps() == []
     assert not (tmp_path / "none").exists()  # a reader creates no folder
+
+
+def test_save_writes_host_arrays_without_copying_them(tmp_path, monkeypatch):
+    """Orbax deep-copies numpy leaves before writing them unless told not to: a save of a run's
+    host buffer (e.g. five runs' replay) would need its size again in memory. `save` writes them
+    as they are, puts orbax's handler back after, and the checkpoint reads back the same."""
+    import copy
+
+    import orbax.checkpoint as ocp
+
+    big = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    copied = []
+    deepcopy = copy.deepcopy
+
+    def spy(x, *args, **kwargs):
+        if isinstance(x, np.ndarray) and x.size >= big.size:
+            copied.append(x.shape)
+        return deepcopy(x, *args, **kwargs)
+
+    monkeypatch.setattr(copy, "deepcopy", spy)
+    before = ocp.type_handlers.get_type_handler(np.ndarray)
+    with Checkpointer(tmp_path / "c") as ckpt:
+        ckpt.save(1, {"replay": big, "count": np.int32(3)})
+        raw = ckpt.restore_numpy()
+    assert copied == []
+    assert ocp.type_handlers.get_type_handler(np.ndarray) is before
+    np.testing.assert_array_equal(raw["replay"], big)
+    # the spy does see orbax's copy when the save keeps orbax's default handler
+    import contextlib
+
+    from marljax.training import checkpoint
+
+    monkeypatch.setattr(checkpoint, "_host_arrays_uncopied", contextlib.nullcontext)
+    with Checkpointer(tmp_path / "d") as ckpt:
+        ckpt.save(1, {"replay": big, "count": np.int32(3)})
+    assert copied == [big.shape]
