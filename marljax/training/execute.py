@@ -183,7 +183,8 @@ class Programs:
       init: `init(keys [R], hparams [R]) -> state`.
       run: `run(num_updates, masked=False)` -> jitted `fn(state, hparams [R]) -> (state,
         metrics [R, n])`; `masked`: `fn(state, hparams, live)` does only the first `live`
-        updates (`Trainer.run`), so one program also runs a shorter last chunk.
+        updates (`Trainer.run`), so one program also runs a shorter last chunk. `fn` donates
+        `state`: the call deletes it (pass a copy to keep it).
       train: `train(keys [R], hparams [R]) -> (state, metrics [R, U])`, the fused whole run.
       mesh: the mesh.
       layout: `"runs"` or `"envs"`.
@@ -223,13 +224,19 @@ def programs(
     return _envs_programs(trainer, mesh, env_params)
 
 
+#: The chunk programs donate their state argument: the new state is written into the old one's
+#: buffers, so a call holds one copy of the runs' state (replay buffers included), not two, and
+#: no copy of it is made. The state passed in is deleted by the call.
+_DONATE_STATE = (0,)
+
+
 def _runs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
     spec = P(RUNS_AXIS)
     init = jax.vmap(trainer.init, in_axes=(0, 0, None))
     train = jax.vmap(trainer.train, in_axes=(0, 0, None))
 
-    def mapped(fn, n_in):
-        return _shard(fn, mesh, (spec,) * n_in, spec)
+    def mapped(fn, n_in, donate=()):
+        return _shard(fn, mesh, (spec,) * n_in, spec, donate)
 
     @functools.cache
     def run(num_updates: int, masked: bool = False):
@@ -240,9 +247,10 @@ def _runs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
                 mesh,
                 (spec, spec, P()),
                 spec,
+                _DONATE_STATE,
             )
         body = jax.vmap(trainer.run, in_axes=(0, 0, None, None))
-        return mapped(lambda s, h: body(s, h, env_params, num_updates), 2)
+        return mapped(lambda s, h: body(s, h, env_params, num_updates), 2, _DONATE_STATE)
 
     return Programs(
         mapped(lambda k, h: init(k, h, env_params), 2),
@@ -296,8 +304,8 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
             metrics = combine_shard_metrics(metrics, ENVS_AXIS)
         return state, metrics
 
-    def shard(fn, in_specs, out_specs):
-        return _shard(fn, mesh, in_specs, out_specs)
+    def shard(fn, in_specs, out_specs, donate=()):
+        return _shard(fn, mesh, in_specs, out_specs, donate)
 
     lead = lambda tree: jax.tree.map(lambda x: x[None], tree)  # noqa: E731
     drop = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
@@ -312,8 +320,8 @@ def _envs_programs(trainer: Trainer, mesh: Mesh, env_params: Any) -> Programs:
             return lead(s), m
 
         if masked:
-            return shard(body, (dev, rep, rep), (dev, rep))
-        return shard(body, (dev, rep), (dev, rep))
+            return shard(body, (dev, rep, rep), (dev, rep), _DONATE_STATE)
+        return shard(body, (dev, rep), (dev, rep), _DONATE_STATE)
 
     def train(keys, hparams):
         state = jax.vmap(init_one)(keys, hparams)
@@ -358,15 +366,20 @@ def for_devices(agent: Agent, num_devices: int) -> Agent:
     return agent.rebuild(split)
 
 
-def _shard(fn: Callable, mesh: Mesh, in_specs: tuple, out_specs: Any) -> Callable:
-    """`jit(shard_map(fn))` with the inputs and outputs placed by their specs."""
+def _shard(
+    fn: Callable, mesh: Mesh, in_specs: tuple, out_specs: Any, donate: tuple[int, ...] = ()
+) -> Callable:
+    """`jit(shard_map(fn))` with the inputs and outputs placed by their specs; the arguments
+    `donate` are donated (XLA writes the outputs into their buffers, which are then deleted)."""
     named = lambda specs: jax.tree.map(  # noqa: E731
         lambda p: NamedSharding(mesh, p), specs, is_leaf=lambda x: isinstance(x, P)
     )
     mapped = jax.shard_map(
         fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
     )  # runs never talk to each other; the envs layout's collectives are explicit
-    return jax.jit(mapped, in_shardings=named(in_specs), out_shardings=named(out_specs))
+    return jax.jit(
+        mapped, in_shardings=named(in_specs), out_shardings=named(out_specs), donate_argnums=donate
+    )
 
 
 # ----------------------------------------------------------------------------- memory
