@@ -677,12 +677,15 @@ def reproduced_table(results: str) -> str:
 
 
 def benchmark_table(benchmarks: str = BENCHMARKS) -> str:
-    """Every finished cell of the stored benchmark directories, in the suite's task order."""
+    """Every finished cell of the stored benchmark directories, in the suite's task order
+    (ablations, run with `--set` overrides, are not the suite's cells and are left out)."""
     cells = {}
     for name in sorted(os.listdir(benchmarks)):
         path = os.path.join(benchmarks, name)
         if os.path.exists(os.path.join(path, "benchmark.json")):
-            cells.update(read_state(path)["cells"])
+            state = read_state(path)
+            if not state["plan"].get("overrides"):
+                cells.update(state["cells"])
     tasks, algos = list(TASKS), list(ALGOS)
     order = sorted(
         cells, key=lambda c: (tasks.index(c.split(":")[0]), algos.index(c.split(":")[1]))

@@ -164,6 +164,36 @@ def test_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
     assert [b["name"] for b in bands.load_bands(path)] == ["mpe/simple_spread:mappo"]
 
 
+def test_set_overrides_every_cell_and_is_part_of_the_plan(tmp_path, monkeypatch):
+    _tiny(monkeypatch)
+    out = str(tmp_path / "ablation")
+    kwargs = dict(seeds=1, budget=200, progress=False)
+    for bad, match in (({"lrr": "1e-3"}, "Unknown benchmark --set .*'lr'"),
+                       ({"env.num_agents": "4"}, "env options are part of the task"),
+                       ({"total_env_steps": "10"}, "--budget"),
+                       ({"num_epochs": "many"}, "num_epochs")):  # fmt: skip
+        with pytest.raises(ConfigError, match=match):
+            runner.run_benchmark(["mpe/simple_spread"], ["ippo"], out, overrides=bad, **kwargs)
+        assert not os.path.exists(out)  # refused before anything is written or compiled
+    sets = {"num_epochs": "1", "lr": "1e-3"}
+    state = runner.run_benchmark(["mpe/simple_spread"], ["ippo"], out, overrides=sets, **kwargs)
+    assert state["plan"]["overrides"] == sets
+    run_dir = os.path.join(out, state["cells"]["mpe/simple_spread:ippo"]["run_dir"])
+    with open(os.path.join(run_dir, "config.json")) as f:
+        resolved = json.load(f)["resolved"]
+    assert resolved["agent"]["num_epochs"] == 1
+    assert resolved["hparams"][0]["lr"] == pytest.approx(1e-3)  # one setting
+    assert (
+        "`lr=1e-3`, `num_epochs=1` over its published configuration"
+        in open(os.path.join(out, "results.md")).read()
+    )
+    with pytest.raises(ValueError, match="another plan"):  # the same cells, unchanged
+        runner.run_benchmark(["mpe/simple_spread"], ["ippo"], out, **kwargs)
+    argv = ["benchmark", "--tasks", "mpe/simple_spread", "--algos", "ippo", "--budget", "200",
+            "--set", "num_epochs=1", "--write-bands", str(tmp_path / "b.json")]  # fmt: skip
+    assert cli.main(argv) == 2 and not (tmp_path / "b.json").exists()
+
+
 def test_results_table_compares_with_the_published_number():
     state = {"cells": {"smax/2s3z:mappo": {"budget": 10_000_000, "seeds": 5, "iqm": 0.97,
                                             "low": 0.9, "high": 1.0}}}  # fmt: skip
@@ -255,6 +285,10 @@ def test_published_tables_are_generated_from_the_stored_results():
     readme = open(os.path.join(root, "README.md")).read()
     docs = open(os.path.join(root, "docs", "benchmark_suite.md")).read()
     dirs = sorted(d for d in os.listdir(stored) if os.path.isdir(os.path.join(stored, d)))
+    ablations = [
+        d for d in dirs if runner.read_state(os.path.join(stored, d))["plan"].get("overrides")
+    ]
+    dirs = [d for d in dirs if d not in ablations]  # `--set` runs are not the suite's cells
     assert dirs
     for d in dirs:
         rows = runner.results_table(runner.read_state(os.path.join(stored, d))).splitlines()[2:]

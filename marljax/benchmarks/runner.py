@@ -47,12 +47,24 @@ def published() -> dict[str, dict[str, Any]]:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """What a benchmark directory runs: cells, seeds and budget."""
+    """What a benchmark directory runs: cells, seeds, budget and any configuration overrides
+    (`marljax benchmark --set`: an ablation of the published configurations)."""
 
     cells: tuple[str, ...]
     seeds: int
     seed: int
     budget: str  # "published", "cpu" or a number of env steps
+    overrides: tuple[tuple[str, str], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plan as stored in `benchmark.json` (no `overrides` key when there are none, as
+        the directories written before overrides existed)."""
+        out = dataclasses.asdict(self)
+        out["cells"] = list(out["cells"])
+        out.pop("overrides")
+        if self.overrides:
+            out["overrides"] = dict(self.overrides)
+        return out
 
     def steps(self, c: Cell) -> int:
         """The env steps of cell `c` under this plan's budget."""
@@ -75,6 +87,37 @@ def plan_cells(tasks: list[str], algos: list[str]) -> list[Cell]:
         for a in algos:
             out.append(cell(t, a))
     return out
+
+
+def with_overrides(c: Cell, kwargs: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Cell `c`'s experiment fields (`experiment_kwargs`) with `overrides` routed by field name
+    into its agent config, its hparams or its `TrainConfig` (as `marljax train --set`).
+
+    Raises:
+      ConfigError: a key that is none of these for `c`'s algorithm (with close matches), the
+        budget (`total_env_steps`: use the benchmark's budget) or an env option (the task fixes
+        its env).
+    """
+    from marljax.agents import algo_spec
+    from marljax.core import config as cfg
+    from marljax.training.train import TrainConfig
+
+    for key in overrides:
+        if key.startswith("env."):
+            raise ConfigError(
+                f"benchmark --set {key}: a task's env options are part of the task; choose "
+                "another task, or train the changed env with marljax train"
+            )
+        if key == "total_env_steps":
+            raise ConfigError("benchmark --set total_env_steps: set the env steps with --budget")
+    spec = algo_spec(c.algo)
+    groups = {
+        "train": set(cfg.field_names(TrainConfig)),
+        "agent": set(cfg.field_names(spec.config_cls)),
+        "hparams": set(cfg.field_names(spec.hparams_cls)),
+    }
+    routed = cfg.route_assignments(dict(overrides), groups, f"benchmark --set (cell {c.name})")
+    return {**kwargs, **{g: {**kwargs[g], **v} for g, v in routed.items() if v}}
 
 
 def parse_budget(budget: str | int) -> str:
@@ -102,6 +145,7 @@ def run_benchmark(
     budget: str | int = "published",
     progress: bool = True,
     max_memory_bytes: int | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) a benchmark: every cell of `algos` x `tasks` as one seeds program.
 
@@ -115,6 +159,9 @@ def run_benchmark(
         cell) or env steps for every cell.
       progress: progress bars.
       max_memory_bytes: device memory budget of one cell (see `marljax.training.execute`).
+      overrides: `{key: value}` set on every cell over its published configuration (agent
+        config, hparams or `TrainConfig` fields, routed by name: `with_overrides`), for an
+        ablation; recorded in the plan and the report. Every cell must accept every key.
 
     Returns:
       The plan file's content: `{"plan": ..., "cells": {name: summary}}`.
@@ -127,16 +174,26 @@ def run_benchmark(
     from marljax.shell.experiment import Experiment
 
     cells = plan_cells(list(tasks), list(algos))
-    plan = Plan(tuple(c.name for c in cells), int(seeds), int(seed), parse_budget(budget))
+    overrides = {str(k): v for k, v in (overrides or {}).items()}
+    plan = Plan(
+        tuple(c.name for c in cells), int(seeds), int(seed), parse_budget(budget),
+        tuple(sorted((k, str(v)) for k, v in overrides.items())),
+    )  # fmt: skip
     if plan.seeds < 1:
         raise ConfigError(f"seeds must be >= 1, got {seeds}")
     exps = {}
     for c in cells:  # every configuration checked before the first compile
         spec(TASKS[c.task].env)
+        kwargs = experiment_kwargs(c, plan.steps(c))
+        if overrides:
+            kwargs = with_overrides(c, kwargs, overrides)
         exps[c.name] = Experiment(
-            seeds=plan.seeds, seed=plan.seed, out_dir=out_dir, name=c.dirname,
-            **experiment_kwargs(c, plan.steps(c)),
-        )  # fmt: skip
+            seeds=plan.seeds, seed=plan.seed, out_dir=out_dir, name=c.dirname, **kwargs
+        )
+        if overrides:
+            from marljax.shell.build import build
+
+            build(exps[c.name])  # a value of the wrong type fails here, before any compile
     state = _open(out_dir, plan)
     for c in cells:
         if c.name in state["cells"]:
@@ -161,15 +218,15 @@ def read_state(out_dir: str) -> dict[str, Any]:
 
 def _open(out_dir: str, plan: Plan) -> dict[str, Any]:
     path = os.path.join(out_dir, PLAN)
-    mine = dataclasses.asdict(plan)
-    mine["cells"] = list(mine["cells"])
+    mine = plan.as_dict()
     if os.path.exists(path):
         with open(path) as f:
             state = json.load(f)
         if state.get("plan") != mine:
             raise ValueError(
                 f"{out_dir} holds a benchmark with another plan ({state.get('plan')}); use "
-                "another directory, or the same tasks, algorithms, seeds and budget to resume it"
+                "another directory, or the same tasks, algorithms, seeds, budget and --set "
+                "overrides to resume it"
             )
         return state
     os.makedirs(out_dir, exist_ok=True)
@@ -283,7 +340,15 @@ def normalised_scores(state: dict[str, Any]) -> dict[str, np.ndarray]:
 
 def write_report(out_dir: str, state: dict[str, Any]) -> None:
     """`results.md` and `performance_profile.png` of a benchmark directory."""
-    text = "# Benchmark results\n\n" + results_table(state)
+    text = "# Benchmark results\n\n"
+    changed = state.get("plan", {}).get("overrides")
+    if changed:
+        sets = ", ".join(f"`{k}={v}`" for k, v in changed.items())
+        text += (
+            f"Every cell with {sets} over its published configuration (an ablation): the "
+            "published numbers are those of the unchanged configurations.\n\n"
+        )
+    text += results_table(state)
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write(text)
     profile = normalised_scores(state)
@@ -312,5 +377,6 @@ __all__ = [
     "results_table",
     "run_benchmark",
     "summarise_cell",
+    "with_overrides",
     "write_report",
 ]

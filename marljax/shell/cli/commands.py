@@ -101,12 +101,19 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     if not tasks or not algos:
         raise cfg.ConfigError("--tasks and --algos need at least one name each")
     budget = parse_budget(args.budget)
+    overrides = cfg.parse_assignments(args.set, "--set")
+    if overrides and args.write_bands:
+        raise cfg.ConfigError(
+            "--write-bands with --set: reference bands are those of the published "
+            "configurations; run the ablation without --write-bands"
+        )
+    sets = "".join(f"_{k}-{v}".replace("/", "-") for k, v in sorted(overrides.items()))
     out = args.out or os.path.join(
-        "benchmarks", "_".join(t.replace("/", "-") for t in tasks)[:80] + f"_{budget}"
+        "benchmarks", "_".join(t.replace("/", "-") for t in tasks)[:80] + f"_{budget}{sets}"
     )
     state = run_benchmark(
         tasks, algos, out, seeds=args.seeds, seed=args.seed, budget=budget,
-        progress=not args.no_progress,
+        progress=not args.no_progress, overrides=overrides,
     )  # fmt: skip
     with open(os.path.join(out, "results.md")) as f:
         print(f.read())

@@ -364,6 +364,10 @@ def _add_benchmark_parser(sub) -> None:
                     "smaller budget) or env steps for every cell (default published)")  # fmt: skip
     bm.add_argument("--out", default=None, metavar="DIR",
                     help="the benchmark directory (default benchmarks/<tasks>_<budget>)")  # fmt: skip
+    bm.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override an agent config value, hparam or train option of every "
+                    "cell (an ablation, e.g. parameter_mode=independent); recorded in the "
+                    "plan and the report; repeatable")  # fmt: skip
     bm.add_argument("--write-bands", default=None, metavar="PATH",
                     help="after the run, write its cells as reference bands into PATH (a "
                     "bands JSON file, merged)")  # fmt: skip
