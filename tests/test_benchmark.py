@@ -91,6 +91,8 @@ def test_bad_cells_and_budgets_fail_before_anything_is_built(tmp_path):
     rc = cli.main(["benchmark", "--tasks", "smax/3m", "--algos", "maddpg", "--out",
                    str(tmp_path / "b")])  # fmt: skip
     assert rc == 2 and not (tmp_path / "b").exists()
+    rc = cli.main(["benchmark", "--max-memory", "lots", "--out", str(tmp_path / "m")])
+    assert rc == 2 and not (tmp_path / "m").exists()
 
 
 # ------------------------------------------------------------------------------- statistics

@@ -83,6 +83,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
     from marljax.benchmarks import CELLS, TASKS, make_band, run_benchmark, write_bands
     from marljax.benchmarks.runner import parse_budget
+    from marljax.training.execute import parse_bytes
 
     if args.list:
         for name, t in TASKS.items():
@@ -114,6 +115,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     state = run_benchmark(
         tasks, algos, out, seeds=args.seeds, seed=args.seed, budget=budget,
         progress=not args.no_progress, overrides=overrides,
+        max_memory_bytes=None if args.max_memory is None else parse_bytes(args.max_memory),
     )  # fmt: skip
     with open(os.path.join(out, "results.md")) as f:
         print(f.read())

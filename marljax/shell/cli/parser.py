@@ -368,6 +368,9 @@ def _add_benchmark_parser(sub) -> None:
                     help="override an agent config value, hparam or train option of every "
                     "cell (an ablation, e.g. parameter_mode=independent); recorded in the "
                     "plan and the report; repeatable")  # fmt: skip
+    bm.add_argument("--max-memory", default=None,
+                    help="device memory one program call of a cell may use, e.g. 4GiB (default: "
+                    "80%% of an accelerator's memory, half the free host memory on a CPU)")  # fmt: skip
     bm.add_argument("--write-bands", default=None, metavar="PATH",
                     help="after the run, write its cells as reference bands into PATH (a "
                     "bands JSON file, merged)")  # fmt: skip
