@@ -761,7 +761,8 @@ def _calls_that_fit(
 ) -> int:
     """Runs per call within the memory budget: `per_call` when the estimated call fits, else
     as many whole device rows as fit (on a CPU beside the host buffer that then keeps every
-    run's state between calls, and the padded host copy of a short last group). Raises `ConfigError` when not even one run per device fits, or
+    run's state between calls, and the padded host copy of a short last group when the runs
+    do not divide into whole calls). Raises `ConfigError` when not even one run per device fits, or
     when a split is needed but not allowed (the `"envs"` layout, a forced `runs_per_call`)."""
     D = mesh.size
     budget = default_memory_budget(mesh) if max_memory_bytes is None else int(max_memory_bytes)
@@ -783,16 +784,17 @@ def _calls_that_fit(
     if max_memory_bytes is None and _on_cpu(mesh):  # the host buffer shares the memory
         host = R * estimate.state_bytes_per_run
         room = (int(0.8 * _host_available_bytes()) - host) // D
-        # A short last group is padded on the host before it is placed (`_Runs._group`): one
-        # more copy of a group's state beside the call's own memory.
-        fit = min(budget // per_run, max(0, room) // (per_run + estimate.state_bytes_per_run))
+        fit = max(0, min(budget, room)) // per_run
+        # A short last group (R not a multiple of the call) is padded on the host before it is
+        # placed (`_Runs._group`): one more copy of a group's state beside the call's memory.
+        while fit > 0 and R % (fit * D) and fit * (per_run + estimate.state_bytes_per_run) > room:
+            fit -= 1
         if fit < 1:
             raise ConfigError(
                 f"{R} runs do not fit in one call, and split over several they need a host "
                 f"buffer of {fmt_bytes(host)} ({fmt_bytes(estimate.state_bytes_per_run)} "
                 f"of training state per run) beside one call of at least "
-                f"{fmt_bytes(per_run + estimate.state_bytes_per_run)} (its memory and a padded "
-                "copy of its state): more than 80% of the available host memory. Use "
+                f"{fmt_bytes(per_run)}: more than 80% of the available host memory. Use "
                 "fewer runs, envs, a smaller model, buffer or chunk, or --max-memory to set "
                 "the budget of one call. Nothing was run or written."
             )
