@@ -53,8 +53,9 @@ approach to multiagent reinforcement learning", NeurIPS 2017 (PSRO); S. McAleer 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -74,8 +75,10 @@ from marljax.population.league_parts import (
     TeamView,  # noqa: F401 (re-exported)
     _gather,
     _seat,
+    check_num_envs,
     draw_opponents,
     episode_outcomes,
+    fresh_league,
     league_populations,  # noqa: F401 (re-exported)
     league_teams,
     members_act,
@@ -88,6 +91,29 @@ from marljax.population.league_parts import (
 )
 
 Array = jax.Array
+
+
+class LeagueParts(NamedTuple):
+    """The static structure a league's functions close over (built by `make_league`)."""
+
+    agent: Agent  # the learner, built for one team (`TeamView(env, teams[0])`)
+    env: Environment
+    config: LeagueConfig
+    seats: Array  # [2, n] int32: the agents of each team
+    fixed: tuple = ()  # scripted strategies, pool slots K .. K + F - 1
+    fixed_probs: Array | None = None  # [F] their probabilities
+
+    @property
+    def capacity(self) -> int:
+        return int(self.config.capacity)
+
+    @property
+    def num_fixed(self) -> int:
+        return len(self.fixed)
+
+    @property
+    def use_pool(self) -> bool:
+        return self.config.rule != "self"
 
 
 def _fixed_probs(weights: Sequence[float] | None, num: int) -> Array:
@@ -118,6 +144,101 @@ def _fixed_act(fixed: tuple, states: tuple, last: Array, reset: Array, seat: Arr
         actions.append(a)
         new.append(state)
     return jnp.stack(actions), tuple(new)
+
+
+def init(parts: LeagueParts, key: Array, hparams: Any) -> LeagueState:
+    """`fresh_league` of the learner (with the fixed members' counts)."""
+    config = parts.config
+    return fresh_league(parts.agent, key, hparams, parts.capacity, int(config.num_envs),
+                        parts.num_fixed)  # fmt: skip
+
+
+def initial_carry(parts: LeagueParts, num_envs: int) -> Any:
+    """`(learner's carry, team 1's carry, opponent [E], learner's side [E])`, and with fixed
+    members the last joint action `[E, A]` and the strategies' states."""
+    c = parts.agent.initial_carry(num_envs)
+    out = c, c, jnp.full((num_envs,), -1, jnp.int32), jnp.zeros((num_envs,), jnp.int32)
+    if not parts.fixed:
+        return out
+    key = jax.random.PRNGKey(0)  # replaced at every episode start
+    states = tuple(jax.vmap(f.init)(jax.random.split(key, num_envs)) for f in parts.fixed)
+    return (*out, jnp.full((num_envs, parts.env.num_agents), -1, jnp.int32), states)
+
+
+def act(parts: LeagueParts, state: LeagueState, carry, obs: Observation, key, hparams,
+        greedy=False):  # fmt: skip
+    """The joint action: the learner on its side's seats, each env's opponent (drawn at its
+    episode's start: the learner, a snapshot or a fixed member) on the other's."""
+    agent, config, seats, fixed = parts.agent, parts.config, parts.seats, parts.fixed
+    K, F = parts.capacity, parts.num_fixed
+    kwargs = {"greedy": True} if greedy else {}
+    own, other, opponent, side = carry[:4]
+    key_draw, key_self, key_0, key_1, key_side = jax.random.split(key, 5)
+    num_envs = obs.reset.shape[0]
+    if config.sides == "both":
+        side = jnp.where(obs.reset, jax.random.bernoulli(key_side, 0.5, (num_envs,)), side)
+        side = side.astype(jnp.int32)
+    mine, theirs = seats[side], seats[1 - side]  # [E, n] agents of each env's two teams
+    drawn = jnp.full((num_envs,), -1, jnp.int32)
+    if parts.use_pool:
+        drawn = draw_opponents(key_draw, state.weights, num_envs, config.self_play, key_self)
+    if F:  # a fixed member (slots K ..) in fixed_share of the episodes
+        key_pick, key_member = jax.random.split(jax.random.fold_in(key, F))
+        pick = jax.random.uniform(key_pick, (num_envs,)) < config.fixed_share
+        member = draw_opponents(key_member, parts.fixed_probs, num_envs)
+        drawn = jnp.where(pick, K + member, drawn)
+    if parts.use_pool or F:
+        opponent = jnp.where(obs.reset, drawn, opponent)
+    actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip
+    actions_1, other = members_act(
+        agent, state.pool, state.learner, other, _seat(obs, theirs), key_1, hparams,
+        jnp.where(opponent >= K, -1, opponent) if parts.use_pool else None, **kwargs,
+    )  # fmt: skip
+    shape = (num_envs, parts.env.num_agents, *actions_0.shape[2:])
+    rows = jnp.arange(num_envs)[:, None]
+    if F:
+        last, fstates = carry[4:]
+        actions_f, fstates = _fixed_act(fixed, fstates, last, obs.reset, theirs[:, 0], key)
+        chosen = jnp.take_along_axis(actions_f, jnp.clip(opponent - K, 0, F - 1)[None], 0)
+        actions_1 = jnp.where((opponent >= K)[:, None], chosen[0][:, None], actions_1)
+    actions = jnp.zeros(shape, actions_0.dtype).at[rows, mine].set(actions_0)
+    actions = actions.at[rows, theirs].set(actions_1.astype(actions_0.dtype))
+    carry = (own, other, opponent, side)
+    if F:
+        carry = (*carry, actions.astype(jnp.int32), fstates)
+    return actions, carry, (info, opponent, side)
+
+
+def update(parts: LeagueParts, state: LeagueState, traj: Trajectory, hparams, key,
+           axis_name=None):  # fmt: skip
+    """The learner's update on its team's steps, then the pool's: outcomes, decayed win
+    counts, a snapshot on schedule and the opponent distribution (`record_update`)."""
+    seats, K, F = parts.seats, parts.capacity, parts.num_fixed
+    info, opponent, side = traj.policy_info
+    idx = seats[side]  # [T, E, n] the learner's agents at each step
+    mine = team_trajectory(traj, idx, info, traj.initial_carry[0])
+    kwargs = {} if axis_name is None else {"axis_name": axis_name}
+    learner, metrics = parts.agent.update(state.learner, mine, hparams, key, **kwargs)
+    score = _gather(traj.reward, idx).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)
+    running, new_wins, new_games, (won, ended) = episode_outcomes(
+        state.running, score, traj.terminated | traj.truncated, opponent, K + F
+    )
+    new = record_update(parts.config, state, learner, running, new_wins, new_games)
+    weights, filled = new.weights, new.filled
+    metrics = dict(metrics)
+    metrics["league/win_rate"] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
+    if F:  # decayed, as PFSP's estimates (never NaN: 1/2 before any game)
+        metrics["league/fixed_win_rate"] = win_rates(new.wins[K:].sum(), new.games[K:].sum())
+    metrics["league/members"] = filled.sum().astype(jnp.float32)
+    metrics["league/entropy"] = -jnp.sum(
+        jnp.where(weights > 0, weights * jnp.log(jnp.maximum(weights, 1e-30)), 0.0)
+    )
+    return new, metrics
+
+
+def check_batch(parts: LeagueParts, num_envs: int, rollout_len: int) -> None:
+    check_num_envs(parts.config, num_envs)
+    parts.agent.check_batch(num_envs, rollout_len)
 
 
 def make_league(agent: Agent, env: Environment, config: LeagueConfig,
@@ -162,122 +283,25 @@ def make_league(agent: Agent, env: Environment, config: LeagueConfig,
         )
     teams = league_teams(env, config.teams)
     seats = jnp.asarray(np.stack([np.asarray(t) for t in teams]), jnp.int32)  # [2, n]
-    K, E = int(config.capacity), int(config.num_envs)
-    use_pool = config.rule != "self"
     fixed = tuple(fixed)
-    F = len(fixed)
-    if F:
-        fixed_probs = _fixed_probs(fixed_weights, F)
+    probs = None
+    if fixed:
+        probs = _fixed_probs(fixed_weights, len(fixed))
         if len(teams[0]) != 1:
             raise ConfigError(
                 f"fixed strategies play one-agent teams (repeated matrix games); the teams of "
                 f"{env!r} have {len(teams[0])} agents"
             )
-
-    def init(key: Array, hparams: Any) -> LeagueState:
-        learner = agent.init(key, hparams)
-        pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (K, *jnp.shape(x))), learner)
-        filled = jnp.arange(K) == 0
-        return LeagueState(
-            learner=learner,
-            pool=pool,
-            filled=filled,
-            newest=jnp.int32(0),
-            age=jnp.where(filled, 0, -1).astype(jnp.int32),
-            wins=jnp.zeros((K + F,)),
-            games=jnp.zeros((K + F,)),
-            payoffs=jnp.full((K, K), 0.5),
-            weights=filled.astype(jnp.float32),
-            running=jnp.zeros((E,)),
-            updates=jnp.int32(0),
-        )
-
-    def initial_carry(num_envs: int) -> Any:
-        c = agent.initial_carry(num_envs)
-        out = c, c, jnp.full((num_envs,), -1, jnp.int32), jnp.zeros((num_envs,), jnp.int32)
-        if not F:
-            return out
-        key = jax.random.PRNGKey(0)  # replaced at every episode start
-        states = tuple(jax.vmap(f.init)(jax.random.split(key, num_envs)) for f in fixed)
-        return (*out, jnp.full((num_envs, env.num_agents), -1, jnp.int32), states)
-
-    def act(state: LeagueState, carry, obs: Observation, key, hparams, greedy=False):
-        kwargs = {"greedy": True} if greedy else {}
-        own, other, opponent, side = carry[:4]
-        key_draw, key_self, key_0, key_1, key_side = jax.random.split(key, 5)
-        num_envs = obs.reset.shape[0]
-        if config.sides == "both":
-            side = jnp.where(obs.reset, jax.random.bernoulli(key_side, 0.5, (num_envs,)), side)
-            side = side.astype(jnp.int32)
-        mine, theirs = seats[side], seats[1 - side]  # [E, n] agents of each env's two teams
-        drawn = jnp.full((num_envs,), -1, jnp.int32)
-        if use_pool:
-            drawn = draw_opponents(key_draw, state.weights, num_envs, config.self_play, key_self)
-        if F:  # a fixed member (slots K ..) in fixed_share of the episodes
-            key_pick, key_member = jax.random.split(jax.random.fold_in(key, F))
-            pick = jax.random.uniform(key_pick, (num_envs,)) < config.fixed_share
-            member = draw_opponents(key_member, fixed_probs, num_envs)
-            drawn = jnp.where(pick, K + member, drawn)
-        if use_pool or F:
-            opponent = jnp.where(obs.reset, drawn, opponent)
-        actions_0, own, info = agent.act(state.learner, own, _seat(obs, mine), key_0, hparams, **kwargs)  # fmt: skip
-        actions_1, other = members_act(
-            agent, state.pool, state.learner, other, _seat(obs, theirs), key_1, hparams,
-            jnp.where(opponent >= K, -1, opponent) if use_pool else None, **kwargs,
-        )  # fmt: skip
-        shape = (num_envs, env.num_agents, *actions_0.shape[2:])
-        rows = jnp.arange(num_envs)[:, None]
-        if F:
-            last, fstates = carry[4:]
-            actions_f, fstates = _fixed_act(fixed, fstates, last, obs.reset, theirs[:, 0], key)
-            chosen = jnp.take_along_axis(actions_f, jnp.clip(opponent - K, 0, F - 1)[None], 0)
-            actions_1 = jnp.where((opponent >= K)[:, None], chosen[0][:, None], actions_1)
-        actions = jnp.zeros(shape, actions_0.dtype).at[rows, mine].set(actions_0)
-        actions = actions.at[rows, theirs].set(actions_1.astype(actions_0.dtype))
-        carry = (own, other, opponent, side)
-        if F:
-            carry = (*carry, actions.astype(jnp.int32), fstates)
-        return actions, carry, (info, opponent, side)
-
-    def update(state: LeagueState, traj: Trajectory, hparams, key, axis_name=None):
-        info, opponent, side = traj.policy_info
-        idx = seats[side]  # [T, E, n] the learner's agents at each step
-        mine = team_trajectory(traj, idx, info, traj.initial_carry[0])
-        kwargs = {} if axis_name is None else {"axis_name": axis_name}
-        learner, metrics = agent.update(state.learner, mine, hparams, key, **kwargs)
-        score = _gather(traj.reward, idx).sum(-1) - _gather(traj.reward, seats[1 - side]).sum(-1)
-        running, new_wins, new_games, (won, ended) = episode_outcomes(
-            state.running, score, traj.terminated | traj.truncated, opponent, K + F
-        )
-        new = record_update(config, state, learner, running, new_wins, new_games)
-        weights, filled = new.weights, new.filled
-        metrics = dict(metrics)
-        metrics["league/win_rate"] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
-        if F:  # decayed, as PFSP's estimates (never NaN: 1/2 before any game)
-            metrics["league/fixed_win_rate"] = win_rates(new.wins[K:].sum(), new.games[K:].sum())
-        metrics["league/members"] = filled.sum().astype(jnp.float32)
-        metrics["league/entropy"] = -jnp.sum(
-            jnp.where(weights > 0, weights * jnp.log(jnp.maximum(weights, 1e-30)), 0.0)
-        )
-        return new, metrics
-
-    def check_batch(num_envs: int, rollout_len: int) -> None:
-        if int(num_envs) != E:
-            raise ConfigError(
-                f"the league was built for num_envs={E}, the runner has {num_envs} "
-                f"(LeagueConfig.num_envs must be the train config's num_envs)"
-            )
-        agent.check_batch(num_envs, rollout_len)
-
+    parts = LeagueParts(agent, env, config, seats, fixed, probs)
     return agent._replace(
-        init=init,
-        initial_carry=initial_carry,
-        act=act,
-        update=update,
+        init=functools.partial(init, parts),
+        initial_carry=functools.partial(initial_carry, parts),
+        act=functools.partial(act, parts),
+        update=functools.partial(update, parts),
         get_params=lambda state: agent.get_params(state.learner),
-        check_batch=check_batch,
+        check_batch=functools.partial(check_batch, parts),
         rebuild=None,
     )
 
 
-__all__ = [*league_parts.__all__, "make_league"]
+__all__ = [*league_parts.__all__, "LeagueParts", "make_league"]

@@ -375,6 +375,33 @@ def team_trajectory(traj: Trajectory, idx: Array, info: Any, initial_carry: Any)
     )
 
 
+def fresh_league(agent: Agent, key: Array, hparams: Any, capacity: int, num_envs: int,
+                 num_fixed: int = 0) -> LeagueState:  # fmt: skip
+    """A league's first state: the learner's initial state, a pool of `capacity` slots of which
+    slot 0 holds a copy of it, no games (`wins`, `games` over the `capacity + num_fixed`
+    members), every payoff 1/2, the opponent distribution on slot 0 and `num_envs` running
+    scores."""
+    learner = agent.init(key, hparams)
+    pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (capacity, *jnp.shape(x))), learner)
+    filled = jnp.arange(capacity) == 0
+    members = capacity + num_fixed
+    return LeagueState(
+        learner=learner, pool=pool, filled=filled, newest=jnp.int32(0),
+        age=jnp.where(filled, 0, -1).astype(jnp.int32), wins=jnp.zeros((members,)),
+        games=jnp.zeros((members,)), payoffs=jnp.full((capacity, capacity), 0.5),
+        weights=filled.astype(jnp.float32), running=jnp.zeros((num_envs,)), updates=jnp.int32(0),
+    )  # fmt: skip
+
+
+def check_num_envs(config: LeagueConfig, num_envs: int) -> None:
+    """A league's state holds `config.num_envs` running scores: the runner must match."""
+    if int(num_envs) != int(config.num_envs):
+        raise ConfigError(
+            f"the league was built for num_envs={config.num_envs}, the runner has {num_envs} "
+            f"(LeagueConfig.num_envs must be the train config's num_envs)"
+        )
+
+
 __all__ = [
     "PFSP_WEIGHTINGS",
     "RULES",
@@ -382,8 +409,10 @@ __all__ = [
     "LeagueConfig",
     "LeagueState",
     "TeamView",
+    "check_num_envs",
     "draw_opponents",
     "episode_outcomes",
+    "fresh_league",
     "league_populations",
     "league_teams",
     "members_act",

@@ -29,7 +29,8 @@ learner's mean outcome over its half's finished episodes), `league/members`.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,8 +43,10 @@ from marljax.core.types import Environment
 from marljax.population.league_parts import (
     LeagueConfig,
     LeagueState,
+    check_num_envs,
     draw_opponents,
     episode_outcomes,
+    fresh_league,
     league_teams,
     members_act,
     opponent_weights,
@@ -71,18 +74,6 @@ class TwoLeagueState:
     @property
     def updates(self) -> Array:
         return self.sides[0].updates
-
-
-def _fresh(agent: Agent, key: Array, hparams: Any, capacity: int, envs: int) -> LeagueState:
-    learner = agent.init(key, hparams)
-    pool = jax.tree.map(lambda x: jnp.broadcast_to(x, (capacity, *jnp.shape(x))), learner)
-    filled = jnp.arange(capacity) == 0
-    return LeagueState(
-        learner=learner, pool=pool, filled=filled, newest=jnp.int32(0),
-        age=jnp.where(filled, 0, -1).astype(jnp.int32), wins=jnp.zeros((capacity,)),
-        games=jnp.zeros((capacity,)), payoffs=jnp.full((capacity, capacity), 0.5),
-        weights=filled.astype(jnp.float32), running=jnp.zeros((envs,)), updates=jnp.int32(0),
-    )  # fmt: skip
 
 
 def record_pair(config: LeagueConfig, sides: tuple, learners: tuple, running: tuple,
@@ -168,6 +159,151 @@ def _team_obs(obs: Observation, team: Array) -> Observation:
     return obs.replace(obs=obs.obs[:, team], action_mask=obs.action_mask[:, team])
 
 
+class TwoLeagueParts(NamedTuple):
+    """The static structure a two-population league's functions close over (built by
+    `make_two_league`)."""
+
+    agents: tuple  # (learner 0 for team 0, learner 1 for team 1)
+    env: Environment
+    config: LeagueConfig
+    team: tuple  # (team 0's agents, team 1's agents), int32 numpy arrays
+
+    @property
+    def capacity(self) -> int:
+        return int(self.config.capacity)
+
+    @property
+    def pooled(self) -> bool:
+        return self.config.rule != "self"
+
+
+def init(parts: TwoLeagueParts, key: Array, hparams: Any) -> TwoLeagueState:
+    """Each population's `fresh_league`, its running scores over its half of the envs."""
+    keys = jax.random.split(key)
+    K, half = parts.capacity, int(parts.config.num_envs) // 2
+    return TwoLeagueState(
+        tuple(fresh_league(a, k, hparams, K, half) for a, k in zip(parts.agents, keys, strict=True))
+    )
+
+
+def initial_carry(parts: TwoLeagueParts, num_envs: int) -> Any:
+    agents = parts.agents
+    h = num_envs // 2
+    rest = num_envs - h
+    return (
+        agents[0].initial_carry(h),  # learner 0, first half
+        agents[1].initial_carry(h),  # population 1 against it
+        agents[1].initial_carry(rest),  # learner 1, second half
+        agents[0].initial_carry(rest),  # population 0 against it
+        jnp.full((num_envs,), -1, jnp.int32),
+    )
+
+
+def act(parts: TwoLeagueParts, state: TwoLeagueState, carry, obs: Observation, key, hparams,
+        greedy=False):  # fmt: skip
+    """Learner 0 and an opponent of population 1 in the first half of the envs, learner 1 and
+    an opponent of population 0 in the second; greedy: the two learners in every env."""
+    agents, team, config = parts.agents, parts.team, parts.config
+    kwargs = {"greedy": True} if greedy else {}
+    own_0, opp_1, own_1, opp_0, opponent = carry
+    n = obs.reset.shape[0]
+    h = n // 2
+    s0, s1 = state.sides
+    k_a, k_b, k_self, k0, k1, k2, k3 = jax.random.split(key, 7)
+    if greedy or h == 0:  # evaluation: the two current learners against each other
+        return _learners_act(parts, state, carry, obs, (k0, k1), hparams, h, kwargs)
+    if parts.pooled:
+        k_self_a, k_self_b = jax.random.split(k_self)
+        drawn = jnp.concatenate([
+            draw_opponents(k_a, s0.weights, h, config.self_play, k_self_a),
+            draw_opponents(k_b, s1.weights, n - h, config.self_play, k_self_b),
+        ])  # fmt: skip
+        opponent = jnp.where(obs.reset, drawn, opponent)
+    first, second = _halves(obs, h)
+    opp_first, opp_second = (opponent[:h], opponent[h:]) if parts.pooled else (None, None)
+    a0, own_0, info_0 = agents[0].act(s0.learner, own_0, _team_obs(first, team[0]), k0, hparams, **kwargs)  # fmt: skip
+    a1, own_1, info_1 = agents[1].act(s1.learner, own_1, _team_obs(second, team[1]), k1, hparams, **kwargs)  # fmt: skip
+    b1, opp_1 = members_act(agents[1], s1.pool, s1.learner, opp_1, _team_obs(first, team[1]), k2, hparams, opp_first, **kwargs)  # fmt: skip
+    b0, opp_0 = members_act(agents[0], s0.pool, s0.learner, opp_0, _team_obs(second, team[0]), k3, hparams, opp_second, **kwargs)  # fmt: skip
+    dtype = a0.dtype
+    actions = jnp.zeros((n, parts.env.num_agents, *a0.shape[2:]), dtype)
+    actions = actions.at[:h, team[0]].set(a0).at[:h, team[1]].set(b1.astype(dtype))
+    actions = actions.at[h:, team[1]].set(a1.astype(dtype)).at[h:, team[0]].set(b0.astype(dtype))
+    return actions, (own_0, opp_1, own_1, opp_0, opponent), (info_0, info_1, opponent)
+
+
+def _learners_act(parts: TwoLeagueParts, state, carry, obs, keys, hparams, h, kwargs):
+    agents, team = parts.agents, parts.team
+    own_0, opp_1, own_1, opp_0, opponent = carry
+    join = lambda a, b: jax.tree.map(lambda x, y: jnp.concatenate([x, y]), a, b)  # noqa: E731
+    moves, carries, infos = [], [], []
+    for p, c in ((0, join(own_0, opp_0)), (1, join(opp_1, own_1))):
+        s = state.sides[p]
+        a, c, i = agents[p].act(s.learner, c, _team_obs(obs, team[p]), keys[p], hparams, **kwargs)  # fmt: skip
+        moves.append(a)
+        carries.append(_halves(c, h))
+        infos.append(_halves(i, h))
+    (own_0, opp_0), (opp_1, own_1) = carries
+    dtype = moves[0].dtype
+    actions = jnp.zeros((obs.reset.shape[0], parts.env.num_agents, *moves[0].shape[2:]), dtype)
+    actions = actions.at[:, team[0]].set(moves[0]).at[:, team[1]].set(moves[1].astype(dtype))
+    info = (infos[0][0], infos[1][1], opponent)
+    return actions, (own_0, opp_1, own_1, opp_0, opponent), info
+
+
+def update(parts: TwoLeagueParts, state: TwoLeagueState, traj: Trajectory, hparams, key,
+           axis_name=None):  # fmt: skip
+    """Each learner's update on its own half of the envs, then both pools' (`record_pair`)."""
+    agents, team, K = parts.agents, parts.team, parts.capacity
+    info_0, info_1, opponent = traj.policy_info
+    T, n = traj.reward.shape[:2]
+    h = n // 2
+    first, second = _half_trajectory(traj, h)
+    idx = lambda t, m: jnp.broadcast_to(jnp.asarray(t), (T, m, len(t)))  # noqa: E731
+    mine = (
+        team_trajectory(first, idx(team[0], h), info_0, traj.initial_carry[0]),
+        team_trajectory(second, idx(team[1], n - h), info_1, traj.initial_carry[2]),
+    )
+    kwargs = {} if axis_name is None else {"axis_name": axis_name}
+    keys = jax.random.split(key)
+    learners, metrics = [], []
+    for p in (0, 1):
+        learner, m = agents[p].update(state.sides[p].learner, mine[p], hparams, keys[p], **kwargs)  # fmt: skip
+        learners.append(learner)
+        metrics.append(m)
+    done = traj.terminated | traj.truncated
+    outcomes = []
+    for p, half, sl in ((0, first, slice(0, h)), (1, second, slice(h, n))):
+        score = half.reward[:, :, team[p]].sum(-1) - half.reward[:, :, team[1 - p]].sum(-1)
+        outcomes.append(
+            episode_outcomes(state.sides[p].running, score, done[:, sl], opponent[:, sl], K)
+        )
+    sides = record_pair(
+        parts.config, state.sides, tuple(learners), tuple(o[0] for o in outcomes),
+        tuple(o[1] for o in outcomes), tuple(o[2] for o in outcomes),
+    )  # fmt: skip
+    out = dict(metrics[0])
+    out.update({f"team1/{k}": v for k, v in metrics[1].items()})
+    for name, (_, _, _, (won, ended)) in zip(
+        ("league/win_rate", "league/team1_win_rate"), outcomes, strict=True
+    ):
+        out[name] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
+    out["league/members"] = sides[0].filled.sum().astype(jnp.float32)
+    return TwoLeagueState(sides), out
+
+
+def check_batch(parts: TwoLeagueParts, num_envs: int, rollout_len: int) -> None:
+    check_num_envs(parts.config, num_envs)
+    for a in parts.agents:
+        try:
+            a.check_batch(num_envs // 2, rollout_len)
+        except ValueError as err:
+            raise ConfigError(
+                f"{err} (each learner of a two-population league trains on half of the "
+                f"num_envs={num_envs} envs)"
+            ) from None
+
+
 def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Agent:
     """The two-population league of `agents` (one per team) on `env` (module docstring).
 
@@ -181,138 +317,20 @@ def make_two_league(agents: tuple, env: Environment, config: LeagueConfig) -> Ag
     if config.populations == 1:
         raise ConfigError("league.populations=1 plays one learner on both teams: pass one agent")
     teams = league_teams(env, config.teams, same_size=False)
-    team = [np.asarray(t, np.int32) for t in teams]
-    K, E = int(config.capacity), int(config.num_envs)
-    if E % 2:
+    if int(config.num_envs) % 2:
         raise ConfigError(
             f"a two-population league gives each learner half of the envs: num_envs must be "
-            f"even, got {E}"
+            f"even, got {config.num_envs}"
         )
-    pooled = config.rule != "self"
-
-    def init(key: Array, hparams: Any) -> TwoLeagueState:
-        keys = jax.random.split(key)
-        return TwoLeagueState(
-            tuple(_fresh(a, k, hparams, K, E // 2) for a, k in zip(agents, keys, strict=True))
-        )
-
-    def initial_carry(num_envs: int) -> Any:
-        h = num_envs // 2
-        rest = num_envs - h
-        return (
-            agents[0].initial_carry(h),  # learner 0, first half
-            agents[1].initial_carry(h),  # population 1 against it
-            agents[1].initial_carry(rest),  # learner 1, second half
-            agents[0].initial_carry(rest),  # population 0 against it
-            jnp.full((num_envs,), -1, jnp.int32),
-        )
-
-    def act(state: TwoLeagueState, carry, obs: Observation, key, hparams, greedy=False):
-        kwargs = {"greedy": True} if greedy else {}
-        own_0, opp_1, own_1, opp_0, opponent = carry
-        n = obs.reset.shape[0]
-        h = n // 2
-        s0, s1 = state.sides
-        k_a, k_b, k_self, k0, k1, k2, k3 = jax.random.split(key, 7)
-        if greedy or h == 0:  # evaluation: the two current learners against each other
-            return _learners_act(state, carry, obs, (k0, k1), hparams, h, kwargs)
-        if pooled:
-            k_self_a, k_self_b = jax.random.split(k_self)
-            drawn = jnp.concatenate([
-                draw_opponents(k_a, s0.weights, h, config.self_play, k_self_a),
-                draw_opponents(k_b, s1.weights, n - h, config.self_play, k_self_b),
-            ])  # fmt: skip
-            opponent = jnp.where(obs.reset, drawn, opponent)
-        first, second = _halves(obs, h)
-        opp_first, opp_second = (opponent[:h], opponent[h:]) if pooled else (None, None)
-        a0, own_0, info_0 = agents[0].act(s0.learner, own_0, _team_obs(first, team[0]), k0, hparams, **kwargs)  # fmt: skip
-        a1, own_1, info_1 = agents[1].act(s1.learner, own_1, _team_obs(second, team[1]), k1, hparams, **kwargs)  # fmt: skip
-        b1, opp_1 = members_act(agents[1], s1.pool, s1.learner, opp_1, _team_obs(first, team[1]), k2, hparams, opp_first, **kwargs)  # fmt: skip
-        b0, opp_0 = members_act(agents[0], s0.pool, s0.learner, opp_0, _team_obs(second, team[0]), k3, hparams, opp_second, **kwargs)  # fmt: skip
-        dtype = a0.dtype
-        actions = jnp.zeros((n, env.num_agents, *a0.shape[2:]), dtype)
-        actions = actions.at[:h, team[0]].set(a0).at[:h, team[1]].set(b1.astype(dtype))
-        actions = (
-            actions.at[h:, team[1]].set(a1.astype(dtype)).at[h:, team[0]].set(b0.astype(dtype))
-        )
-        return actions, (own_0, opp_1, own_1, opp_0, opponent), (info_0, info_1, opponent)
-
-    def _learners_act(state, carry, obs, keys, hparams, h, kwargs):
-        own_0, opp_1, own_1, opp_0, opponent = carry
-        join = lambda a, b: jax.tree.map(lambda x, y: jnp.concatenate([x, y]), a, b)  # noqa: E731
-        moves, carries, infos = [], [], []
-        for p, c in ((0, join(own_0, opp_0)), (1, join(opp_1, own_1))):
-            s = state.sides[p]
-            a, c, i = agents[p].act(s.learner, c, _team_obs(obs, team[p]), keys[p], hparams, **kwargs)  # fmt: skip
-            moves.append(a)
-            carries.append(_halves(c, h))
-            infos.append(_halves(i, h))
-        (own_0, opp_0), (opp_1, own_1) = carries
-        dtype = moves[0].dtype
-        actions = jnp.zeros((obs.reset.shape[0], env.num_agents, *moves[0].shape[2:]), dtype)
-        actions = actions.at[:, team[0]].set(moves[0]).at[:, team[1]].set(moves[1].astype(dtype))
-        info = (infos[0][0], infos[1][1], opponent)
-        return actions, (own_0, opp_1, own_1, opp_0, opponent), info
-
-    def update(state: TwoLeagueState, traj: Trajectory, hparams, key, axis_name=None):
-        info_0, info_1, opponent = traj.policy_info
-        T, n = traj.reward.shape[:2]
-        h = n // 2
-        first, second = _half_trajectory(traj, h)
-        idx = lambda t, m: jnp.broadcast_to(jnp.asarray(t), (T, m, len(t)))  # noqa: E731
-        mine = (
-            team_trajectory(first, idx(team[0], h), info_0, traj.initial_carry[0]),
-            team_trajectory(second, idx(team[1], n - h), info_1, traj.initial_carry[2]),
-        )
-        kwargs = {} if axis_name is None else {"axis_name": axis_name}
-        keys = jax.random.split(key)
-        learners, metrics = [], []
-        for p in (0, 1):
-            learner, m = agents[p].update(state.sides[p].learner, mine[p], hparams, keys[p], **kwargs)  # fmt: skip
-            learners.append(learner)
-            metrics.append(m)
-        done = traj.terminated | traj.truncated
-        outcomes = []
-        for p, half, sl in ((0, first, slice(0, h)), (1, second, slice(h, n))):
-            score = half.reward[:, :, team[p]].sum(-1) - half.reward[:, :, team[1 - p]].sum(-1)
-            outcomes.append(
-                episode_outcomes(state.sides[p].running, score, done[:, sl], opponent[:, sl], K)
-            )
-        sides = record_pair(
-            config, state.sides, tuple(learners), tuple(o[0] for o in outcomes),
-            tuple(o[1] for o in outcomes), tuple(o[2] for o in outcomes),
-        )  # fmt: skip
-        out = dict(metrics[0])
-        out.update({f"team1/{k}": v for k, v in metrics[1].items()})
-        for name, (_, _, _, (won, ended)) in zip(
-            ("league/win_rate", "league/team1_win_rate"), outcomes, strict=True
-        ):
-            out[name] = jnp.where(ended > 0, won / jnp.maximum(ended, 1.0), jnp.nan)
-        out["league/members"] = sides[0].filled.sum().astype(jnp.float32)
-        return TwoLeagueState(sides), out
-
-    def check_batch(num_envs: int, rollout_len: int) -> None:
-        if int(num_envs) != E:
-            raise ConfigError(
-                f"the league was built for num_envs={E}, the runner has {num_envs} "
-                f"(LeagueConfig.num_envs must be the train config's num_envs)"
-            )
-        for a in agents:
-            try:
-                a.check_batch(num_envs // 2, rollout_len)
-            except ValueError as err:
-                raise ConfigError(
-                    f"{err} (each learner of a two-population league trains on half of the "
-                    f"num_envs={num_envs} envs)"
-                ) from None
-
+    team = tuple(np.asarray(t, np.int32) for t in teams)
+    parts = TwoLeagueParts(tuple(agents), env, config, team)
     return agents[0]._replace(
-        init=init,
-        initial_carry=initial_carry,
-        act=act,
-        update=update,
+        init=functools.partial(init, parts),
+        initial_carry=functools.partial(initial_carry, parts),
+        act=functools.partial(act, parts),
+        update=functools.partial(update, parts),
         get_params=lambda state: agents[0].get_params(state.sides[0].learner),
-        check_batch=check_batch,
+        check_batch=functools.partial(check_batch, parts),
         rebuild=None,
     )
 
@@ -383,6 +401,7 @@ def make_team_best_response(agent: Agent, opponent: Agent, env: Environment, num
 
 __all__ = [
     "ResponderState",
+    "TwoLeagueParts",
     "TwoLeagueState",
     "make_team_best_response",
     "make_two_league",

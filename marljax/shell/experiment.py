@@ -131,18 +131,9 @@ def run_experiment(
         run_dir = os.path.abspath(resume)
         extended = _check_resumable(run_dir, description, kind, allow_hparam_change)
     elif write:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        prefix = "sweep_" if kind == "sweep" else ""
-        name = exp.name or f"{prefix}{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
-        run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
-        rundir.refuse_taken(run_dir)
+        run_dir = _new_run_dir(exp, kind)
     G, S = len(built.settings), exp.seeds
-    keys = np.tile(
-        np.asarray(jax.vmap(jax.random.PRNGKey)(jnp.arange(exp.seed, exp.seed + S))), (G, 1)
-    )
-    hparams = jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
-    if tuner is not None:
-        hparams = tuner.hparams
+    keys, hparams = _run_inputs(built, tuner)
     mesh = ex.make_mesh(exp.layout, exp.devices)
     pad = (
         exp.devices is None
@@ -175,15 +166,7 @@ def run_experiment(
             start, hparams = _resume_start(box[0], built, keys, hparams, run_dir, tuner)
             if start is not None and start.done >= exp.train.num_updates:
                 return _finished(run_dir, built, start)
-        cbs: list = []
-        if exp.check_finite and kind == "train":  # a sweep ranks non-finite runs last
-            cbs.append(finite_check(built, lambda: box[0]))
-        if run_dir is not None:
-            cbs.append(lambda c: outputs.write_metrics(run_dir, built, _grid(c.history, G, S)))
-            if tuner is not None:
-                cbs.append(lambda c: outputs.write_tune_events(run_dir, tuner.events))
-            cbs.append(lambda c: box[0].save(c.done, c.state()) if box[0] is not None else None)
-            cbs.extend(_loggers(run_dir, built, stack))
+        cbs = _chunk_callbacks(built, kind, run_dir, box, stack, tuner)
         if progress and jax.process_index() == 0:
             done0 = 0 if start is None else start.done
             bar = ex.progress_bar(f"{exp.algo} {exp.env}", exp.train.num_updates, done0)
@@ -213,6 +196,52 @@ def run_experiment(
     if run_dir is not None and out.finished:
         outputs.write_plot(run_dir, built, metrics)
     return _result(run_dir, built, metrics, out.state, out.finished, grid=False)
+
+
+def _new_run_dir(exp: Experiment, kind: str) -> str:
+    """A new run's directory: `exp.name`, or `[sweep_]<algo>_<env>_<time>`, under
+    `exp.out_dir` (refused if it holds a run already)."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    prefix = "sweep_" if kind == "sweep" else ""
+    name = exp.name or f"{prefix}{exp.algo}_{exp.env.replace('/', '_')}_{stamp}"
+    run_dir = os.path.abspath(os.path.join(exp.out_dir, name))
+    rundir.refuse_taken(run_dir)
+    return run_dir
+
+
+def _run_inputs(built: Built, tuner: Any) -> tuple[np.ndarray, Any]:
+    """Every run's key `[G * S, 2]` (seed `exp.seed + s` in every setting) and hparams (leaves
+    `[G * S]`: each setting's repeated over its seeds, or the tuner's); run `r = g * S + s`."""
+    exp = built.exp
+    G, S = len(built.settings), exp.seeds
+    seeds = jnp.arange(exp.seed, exp.seed + S)
+    keys = np.tile(np.asarray(jax.vmap(jax.random.PRNGKey)(seeds)), (G, 1))
+    if tuner is not None:
+        return keys, tuner.hparams
+    return keys, jax.tree.map(lambda x: np.repeat(np.asarray(x), S, axis=0), built.hparams)
+
+
+def _chunk_callbacks(
+    built: Built, kind: str, run_dir: str | None, box: list, stack: contextlib.ExitStack,
+    tuner: Any,
+) -> list[Callable]:  # fmt: skip
+    """The run's own callbacks after each chunk, in order: the finiteness check (training
+    runs with `check_finite`), then with a run directory metrics.npz / metrics.json,
+    tune.json (with a tuner), the checkpoint (`box[0]`, the Checkpointer once the directory is
+    open) and the loggers."""
+    exp = built.exp
+    G, S = len(built.settings), exp.seeds
+    cbs: list[Callable] = []
+    if exp.check_finite and kind == "train":  # a sweep ranks non-finite runs last
+        cbs.append(finite_check(built, lambda: box[0]))
+    if run_dir is None:
+        return cbs
+    cbs.append(lambda c: outputs.write_metrics(run_dir, built, _grid(c.history, G, S)))
+    if tuner is not None:
+        cbs.append(lambda c: outputs.write_tune_events(run_dir, tuner.events))
+    cbs.append(lambda c: box[0].save(c.done, c.state()) if box[0] is not None else None)
+    cbs.extend(_loggers(run_dir, built, stack))
+    return cbs
 
 
 def _resume_start(ckpt, built: Built, keys, hparams, run_dir: str, tuner: Any):
