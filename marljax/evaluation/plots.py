@@ -1243,19 +1243,8 @@ def plot_runs(
     Raises:
       ValueError: no run directories, or `out_dir` is (inside) one of them.
     """
-    if not run_dirs:
-        raise ValueError("no run directories given")
     out_dir = Path(out_dir)
-    unique: dict[Path, Path] = {}
-    for d in run_dirs:
-        unique.setdefault(Path(d).resolve(), Path(d))
-    runs = [load_run(d) for d in unique.values()]
-    for d in unique.values():
-        if _inside(out_dir, d):
-            raise ValueError(
-                f"the output folder {out_dir} is inside the run directory {d}; figures of "
-                "several runs go to a folder of their own (choose another one)"
-            )
+    runs = _load_runs(run_dirs, out_dir)
     key = jax.random.PRNGKey(0) if key is None else key
     key_curves, key_agg, key_poi, key_prof = jax.random.split(key, 4)
     entries = _entries(runs)
@@ -1280,16 +1269,49 @@ def plot_runs(
         )
     finals = _final_scores([e for e in entries if e.label in shown])
     finals = {label: finals[label] for label in shown}
+    trimmed = _comparable_finals(finals)
+    if trimmed is None:
+        return written
+    scores, tasks = stats.stack_scores(trimmed)
+    keys = key_agg, key_prof, key_poi
+    written += _write_aggregates(
+        scores, len(tasks), finals, out_dir, keys, num_resamples, confidence, caption
+    )
+    return written
+
+
+def _load_runs(run_dirs: Sequence[PathLike], out_dir: Path) -> list:
+    """Each distinct run directory loaded once (`load_run`); refused when there are none or
+    when `out_dir` is (inside) one of them."""
+    if not run_dirs:
+        raise ValueError("no run directories given")
+    unique: dict[Path, Path] = {}
+    for d in run_dirs:
+        unique.setdefault(Path(d).resolve(), Path(d))
+    runs = [load_run(d) for d in unique.values()]
+    for d in unique.values():
+        if _inside(out_dir, d):
+            raise ValueError(
+                f"the output folder {out_dir} is inside the run directory {d}; figures of "
+                "several runs go to a folder of their own (choose another one)"
+            )
+    return runs
+
+
+def _comparable_finals(finals: dict) -> dict | None:
+    """`finals` (setting -> task -> final returns of its seeds) cut to the same number of seeds
+    per task, or None (said in a warning) when the settings ran on different tasks or a
+    setting has a single seed somewhere (no bootstrap interval)."""
     task_sets = {label: tuple(sorted(per_task)) for label, per_task in finals.items()}
     if len(set(task_sets.values())) > 1:
         warnings.warn(
             f"settings ran on different environments {task_sets}; aggregate plots are skipped",
-            stacklevel=2,
+            stacklevel=3,
         )
-        return written
+        return None
     counts = {f"{a} on {t}": len(v) for a, per in finals.items() for t, v in per.items()}
     if min(counts.values()) < 2:
-        return written  # a single seed has no bootstrap interval
+        return None  # a single seed has no bootstrap interval
     trimmed = {}
     for a, per in finals.items():
         n = min(len(v) for v in per.values())
@@ -1297,10 +1319,18 @@ def plot_runs(
             warnings.warn(
                 f"{a} has different numbers of seeds per environment "
                 f"{ {t: len(v) for t, v in per.items()} }; using the first {n}",
-                stacklevel=2,
+                stacklevel=3,
             )
         trimmed[a] = {t: v[:n] for t, v in per.items()}
-    scores, tasks = stats.stack_scores(trimmed)
+    return trimmed
+
+
+def _write_aggregates(scores: dict, num_tasks: int, finals: dict, out_dir: Path, keys: tuple,
+                      num_resamples: int, confidence: float, caption: str | None) -> list[Path]:  # fmt: skip
+    """`aggregate_metrics.png`, `performance_profile.png` and, with two or more settings,
+    `probability_of_improvement.png` of the final `scores` (setting -> `[seeds, tasks]`);
+    `keys` are the aggregates', the profiles' and the comparisons' PRNG keys."""
+    key_agg, key_prof, key_poi = keys
     agg = stats.aggregate_metrics(
         key_agg,
         scores,
@@ -1309,14 +1339,14 @@ def plot_runs(
         confidence=confidence,
     )
     suffix = f"; {caption}" if caption else ""
-    written.append(
+    written = [
         plot_interval_estimates(
             agg,
             out_dir / "aggregate_metrics.png",
             xlabel="final return",
-            title=f"{len(tasks)} task(s), {confidence:.0%} stratified-bootstrap CIs{suffix}",
+            title=f"{num_tasks} task(s), {confidence:.0%} stratified-bootstrap CIs{suffix}",
         )
-    )
+    ]
     all_scores = np.concatenate([v.ravel() for v in scores.values()])
     lo, hi = float(all_scores.min()), float(all_scores.max())
     taus = np.linspace(lo - 0.05 * (hi - lo + 1e-9), hi + 0.05 * (hi - lo + 1e-9), 41)
@@ -1332,23 +1362,24 @@ def plot_runs(
             title=caption,
         )
     )
-    if len(scores) >= 2:
-        names = list(scores)
-        if len(names) <= 4:
-            pairs, title = None, caption
-        else:
-            best = _ranked(finals)[0]
-            pairs = [(best, n) for n in names if n != best]
-            title = f"the best setting against each other one{suffix}"
-            title = title.replace("; ", "\n")
-        poi = stats.pairwise_probability_of_improvement(
-            key_poi, scores, pairs=pairs, num_resamples=num_resamples, confidence=confidence
+    if len(scores) < 2:
+        return written
+    names = list(scores)
+    if len(names) <= 4:
+        pairs, title = None, caption
+    else:
+        best = _ranked(finals)[0]
+        pairs = [(best, n) for n in names if n != best]
+        title = f"the best setting against each other one{suffix}"
+        title = title.replace("; ", "\n")
+    poi = stats.pairwise_probability_of_improvement(
+        key_poi, scores, pairs=pairs, num_resamples=num_resamples, confidence=confidence
+    )
+    written.append(
+        plot_probability_of_improvement(
+            poi, out_dir / "probability_of_improvement.png", title=title
         )
-        written.append(
-            plot_probability_of_improvement(
-                poi, out_dir / "probability_of_improvement.png", title=title
-            )
-        )
+    )
     return written
 
 
