@@ -6,7 +6,8 @@
 #
 #   bash bench/gpu_benchmark.sh OUTDIR [BUDGET_SECONDS] [BUDGET]
 #
-# BUDGET is `published` (default) or a number of env steps (e.g. 4096 to try the script on a CPU).
+# BUDGET is `published` (default) or a number of env steps (e.g. 4096 to try the script on a CPU;
+# with QUICK=1 the first measurement, MAT / HAPPO against MAPPO, runs at its tiny sizes too).
 # Run from the repository root with marljax installed with the bench extra (jaxmarl, jumanji).
 set -u
 OUT=${1:?usage: bash bench/gpu_benchmark.sh OUTDIR [BUDGET_SECONDS] [BUDGET]}
@@ -33,6 +34,15 @@ run_group() {  # run_group NAME MAX_SECONDS TASKS ALGOS
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 python3 -c 'import jax; print("jax", jax.__version__, jax.devices())'
+# MAT's and HAPPO's training speed against MAPPO on MPE spread (issue targets: MAT >= 0.3x,
+# HAPPO >= 0.5x), first: it is the cheapest measurement here and has no CPU answer
+# (docs/benchmarks.md). QUICK=1 runs its tiny sizes (to try the script on a CPU).
+echo "## happo_mat: limit 200s"
+timeout -k 5 200 python3 bench/bench_happo_mat.py ${QUICK:+--quick} --repeats 5 \
+    --cases ha_train/mappo ha_train/happo ha_train/mat_4_epochs ha_train/mappo_paper_mpe \
+    ha_train/mat_paper_mpe --json "$OUT/happo_mat.json" >"$OUT/happo_mat.log" 2>&1
+echo "## happo_mat: rc=$? at $((SECONDS - START))s"
+tail -n 14 "$OUT/happo_mat.log"
 run_group smax3m 300 smax/3m ippo,mappo
 run_group mpe_spread 200 mpe/simple_spread ippo,mappo,vdn,pqn_vdn
 run_group smax2s3z 200 smax/2s3z ippo,mappo
